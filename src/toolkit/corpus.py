@@ -1,0 +1,196 @@
+"""The built-in English->German corpus: its splits, its files, and loading it with `datasets`.
+
+The pairs come from `toolkit.grammar`, drawn from one stream seeded with `SEED`, so
+`python -m toolkit.corpus` (what `make data` runs) writes byte-identical files every time.
+
+Splits. The stream fills the test split first, then validation, then train. A pair whose
+English or German side was already drawn is dropped, so no sentence appears in two splits
+and each English sentence has exactly one German translation.
+
+Held-out combinations measure generalisation rather than memorisation. A sentence holds
+one if any of its noun phrases has
+
+- one of the adjective+noun pairs in `HELD_OUT_PAIRS` ("red dog", "old car", ...), or
+- a number from 71 to 79 as its determiner ("seventy-two dogs").
+
+Each word of these combinations is common in train: "red", "dog", "seventy" itself and
+"sixty-two" are all there, so a model can compose "seventy-two" from them. But such
+sentences go ONLY to the test split (500 of its 1,500 sentences, tagged `held_out`);
+train and validation never contain them.
+"""
+
+import json
+import os
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import datasets
+from huggingface_hub import HfApi, constants
+from huggingface_hub.errors import HTTPError
+
+from toolkit.grammar import NounPhrase, Sentence, noun_phrases, phenomena, random_sentence, render
+
+SEED = 20170612  # the day "Attention Is All You Need" appeared on arXiv
+TRAIN_SIZE = 50_000
+VALIDATION_SIZE = 1_000
+TEST_SIZE = 1_500
+HELD_OUT_TEST_SIZE = 500  # of TEST_SIZE; the other 1,000 test sentences are regular ones
+HELD_OUT_PAIRS = frozenset(
+    {("red", "dog"), ("old", "car"), ("small", "horse"), ("white", "cat"), ("tired", "child")}
+)
+HELD_OUT_NUMBERS = range(71, 80)
+HELD_OUT_TAG = "held_out"
+
+SPLITS = ("train", "validation", "test")
+DATA_DIR = Path(__file__).resolve().parents[2] / "assets" / "data"
+
+SOURCES = ("builtin", "opus100")
+OPUS100 = ("Helsinki-NLP/opus-100", "de-en")  # the Hub dataset and its configuration
+HUB_TIMEOUT_SECONDS = 5
+
+
+class CorpusUnavailable(RuntimeError):
+    """The requested corpus cannot be loaded here; the message says what to use instead."""
+
+
+# --- Generating the built-in corpus ------------------------------------------------------
+
+
+def is_held_out(sentence: Sentence) -> bool:
+    """True if the sentence holds a combination that only the test split may show."""
+    return any(_held_out_phrase(phrase) for phrase in noun_phrases(sentence))
+
+
+def _held_out_phrase(phrase: NounPhrase) -> bool:
+    """A held-out number as determiner, or a held-out adjective+noun pair."""
+    if isinstance(phrase.determiner, int) and phrase.determiner in HELD_OUT_NUMBERS:
+        return True
+    if phrase.adjective is None:
+        return False
+    return (phrase.adjective.english, phrase.noun.english) in HELD_OUT_PAIRS
+
+
+# How many pairs each part of the corpus takes, in the order the stream fills them.
+_QUOTAS = {
+    "test": TEST_SIZE - HELD_OUT_TEST_SIZE,
+    "validation": VALIDATION_SIZE,
+    "train": TRAIN_SIZE,
+    HELD_OUT_TAG: HELD_OUT_TEST_SIZE,
+}
+
+
+def _fresh_pairs(seed: int) -> Iterator[tuple[Sentence, str, str]]:
+    """An endless seeded stream of sentences whose English and German are both new."""
+    rng = random.Random(seed)
+    seen_english: set[str] = set()
+    seen_german: set[str] = set()
+    while True:
+        sentence = random_sentence(rng)
+        english, german = render(sentence)
+        if english not in seen_english and german not in seen_german:
+            seen_english.add(english)
+            seen_german.add(german)
+            yield sentence, english, german
+
+
+def _destination(held_out: bool, counts: dict[str, int]) -> str | None:
+    """Where the next pair goes: test, then validation, then train; None once that is full."""
+    if held_out:
+        return HELD_OUT_TAG if counts[HELD_OUT_TAG] < _QUOTAS[HELD_OUT_TAG] else None
+    for part in ("test", "validation", "train"):
+        if counts[part] < _QUOTAS[part]:
+            return part
+    return None
+
+
+def generate_corpus(seed: int = SEED) -> dict[str, list[dict]]:
+    """Deal the stream into the splits, as rows in the opus100 schema plus phenomenon tags."""
+    splits: dict[str, list[dict]] = {split: [] for split in SPLITS}
+    counts = dict.fromkeys(_QUOTAS, 0)
+    stream = _fresh_pairs(seed)
+    while counts != _QUOTAS:
+        sentence, english, german = next(stream)
+        held_out = is_held_out(sentence)
+        part = _destination(held_out, counts)
+        if part is None:
+            continue
+        counts[part] += 1
+        tags = phenomena(sentence) + ([HELD_OUT_TAG] if held_out else [])
+        split = "test" if part == HELD_OUT_TAG else part
+        splits[split].append({"translation": {"en": english, "de": german}, "phenomena": tags})
+    return splits
+
+
+def _jsonl(rows: list[dict]) -> str:
+    """One JSON object per line; ensure_ascii=False keeps "Mädchen" readable in the file."""
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def write_corpus(directory: Path = DATA_DIR) -> dict[str, Path]:
+    """Write train/validation/test JSONL files; the same seed gives the same bytes."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for split, rows in generate_corpus().items():
+        paths[split] = directory / f"{split}.jsonl"
+        paths[split].write_text(_jsonl(rows), encoding="utf-8", newline="\n")
+    return paths
+
+
+# --- Loading -----------------------------------------------------------------------------
+
+
+def load_corpus(source: str = "builtin", data_dir: Path = DATA_DIR) -> datasets.DatasetDict:
+    """Load the built-in corpus (the default, offline) or opus100 de-en from the Hub."""
+    if source == "builtin":
+        files = {split: str(Path(data_dir) / f"{split}.jsonl") for split in SPLITS}
+        return datasets.load_dataset("json", data_files=files)
+    if source == "opus100":
+        return _load_opus100()
+    raise ValueError(f"unknown corpus source {source!r}; choose one of {', '.join(SOURCES)}")
+
+
+def _unavailable(reason: str) -> CorpusUnavailable:
+    """The error for an unreachable Hub, saying how to carry on with the built-in corpus."""
+    return CorpusUnavailable(
+        f"The Hugging Face Hub is unreachable ({reason}), so opus100 cannot be loaded. "
+        'Use the built-in corpus instead: load_corpus() or load_corpus("builtin").'
+    )
+
+
+def _hub_offline() -> bool:
+    """HF_HUB_OFFLINE, read now: a notebook may set it after huggingface_hub was imported."""
+    from_environment = os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+    return constants.HF_HUB_OFFLINE or from_environment
+
+
+def _load_opus100() -> datasets.DatasetDict:
+    """Download opus100, failing at once (not after 20 s of retries) if the Hub is away."""
+    if _hub_offline():
+        raise _unavailable("HF_HUB_OFFLINE is set")
+    name, config = OPUS100
+    try:
+        HfApi().dataset_info(name, timeout=HUB_TIMEOUT_SECONDS)
+    except (OSError, HTTPError) as err:
+        raise _unavailable(f"{type(err).__name__}: {err}") from err
+    try:
+        return datasets.load_dataset(name, config)
+    except ConnectionError as err:
+        raise _unavailable(str(err)) from err
+
+
+def main() -> None:
+    """Regenerate the files (`make data`) and report what was written."""
+    start = time.perf_counter()
+    paths = write_corpus()
+    seconds = time.perf_counter() - start
+    for split, path in paths.items():
+        lines = path.read_text(encoding="utf-8").count("\n")
+        print(f"{split:>10}: {lines:6,} pairs  {path}")
+    print(f"generated in {seconds:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

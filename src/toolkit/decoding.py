@@ -1,0 +1,63 @@
+"""Greedy decoding: translate by repeatedly appending the most likely next token."""
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from toolkit.batches import encode_source, pad
+from toolkit.stage_api import forward_batch
+from toolkit.tokens import tokenize
+from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+
+
+@torch.no_grad()
+def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int) -> list[list[int]]:
+    """Decode a whole batch at once; a sentence stops at <eos> or after `max_len` tokens.
+
+    The model is called on the full prefix at every step, so whatever masks a stage builds
+    are rebuilt for the current length.
+    """
+    model.eval()
+    batch_size = src.size(0)
+    ys = torch.full((batch_size, 1), BOS_ID, dtype=torch.long, device=src.device)
+    finished = torch.zeros(batch_size, dtype=torch.bool, device=src.device)
+    for _ in range(max_len):
+        logits = forward_batch(model, src, ys)  # (batch, len, tgt_vocab)
+        next_token = logits[:, -1].argmax(dim=-1)  # (batch,)
+        next_token = next_token.masked_fill(finished, PAD_ID)
+        ys = torch.cat([ys, next_token[:, None]], dim=1)  # (batch, len + 1)
+        finished |= next_token == EOS_ID
+        if finished.all():
+            break
+    return [_until_eos(row[1:].tolist()) for row in ys]
+
+
+def _until_eos(ids: list[int]) -> list[int]:
+    """Keep the generated ids before <eos> (and no padding after it)."""
+    return ids[: ids.index(EOS_ID)] if EOS_ID in ids else [i for i in ids if i != PAD_ID]
+
+
+def translate(
+    model: nn.Module,
+    sentences: Sequence[str],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    device: torch.device | str = "cpu",
+    batch_size: int = 100,
+    extra_len: int = 10,
+) -> list[list[str]]:
+    """Translate raw sentences to target tokens; allow a few more tokens than the source has."""
+    translations: list[list[str]] = []
+    for start in range(0, len(sentences), batch_size):
+        chunk = sentences[start : start + batch_size]
+        encoded = []
+        for sentence in chunk:
+            tokens = tokenize(sentence)
+            if not tokens:
+                raise ValueError(f"cannot translate an empty sentence (got {sentence!r})")
+            encoded.append(encode_source(tokens, src_vocab))
+        src = pad(encoded).to(device)  # (batch, src_len)
+        for ids in greedy_decode(model, src, max_len=src.size(1) + extra_len):
+            translations.append(tgt_vocab.decode(ids))
+    return translations

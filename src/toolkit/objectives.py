@@ -1,0 +1,50 @@
+"""Training objectives: what each stage is allowed to learn from, given what it can see."""
+
+import torch
+import torch.nn.functional as F
+
+from toolkit.batches import Batch
+from toolkit.stage_api import forward_batch
+from toolkit.vocab import PAD_ID
+
+
+def sequence_loss(
+    logits: torch.Tensor, targets: torch.Tensor, label_smoothing: float = 0.0
+) -> torch.Tensor:
+    """Cross-entropy on raw logits (it applies log-softmax itself) that skips <pad> targets."""
+    # logits: (batch, len, vocab), targets: (batch, len)
+    return F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)),
+        targets.reshape(-1),
+        ignore_index=PAD_ID,
+        label_smoothing=label_smoothing,
+    )
+
+
+def last_position(
+    model: torch.nn.Module, batch: Batch, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """Without a causal mask every position sees the whole prefix, so score only the last one.
+
+    For each sentence pick a prefix length n, feed tgt[:n] and predict tgt[n]. Scoring
+    earlier positions would let them read the very token they must predict.
+    """
+    tgt = batch.tgt  # (batch, tgt_len): <bos> words <eos> <pad>...
+    lengths = (tgt != PAD_ID).sum(dim=1).cpu()  # (batch,)
+    draws = torch.rand(lengths.shape, generator=generator)
+    n = (1 + draws * (lengths - 1)).long().clamp(max=lengths - 1).to(tgt.device)  # (batch,)
+    positions = torch.arange(tgt.size(1), device=tgt.device)  # (tgt_len,)
+    prefix = tgt.masked_fill(positions >= n[:, None], PAD_ID)[:, : int(n.max())]
+    logits = forward_batch(model, batch.src, prefix)  # (batch, max_n, vocab)
+    rows = torch.arange(tgt.size(0), device=tgt.device)
+    targets = torch.full_like(prefix, PAD_ID)  # (batch, max_n): <pad> is not scored
+    targets[rows, n - 1] = tgt[rows, n]
+    return sequence_loss(logits, targets)
+
+
+def teacher_forcing(
+    model: torch.nn.Module, batch: Batch, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """With a causal mask every position may be scored: feed tgt[:-1], predict tgt[1:]."""
+    logits = forward_batch(model, batch.src, batch.tgt[:, :-1])  # (batch, tgt_len - 1, vocab)
+    return sequence_loss(logits, batch.tgt[:, 1:])

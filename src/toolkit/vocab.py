@@ -1,0 +1,47 @@
+"""Word-level vocabulary: the bridge between sentences and the integer ids a model sees."""
+
+from collections import Counter
+from collections.abc import Iterable
+
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
+SPECIALS = (PAD, UNK, BOS, EOS)
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(len(SPECIALS))
+
+
+class Vocab:
+    """Maps tokens to ids with the special tokens first, so their ids are the same everywhere."""
+
+    def __init__(self, tokens: Iterable[str]):
+        self.itos = list(SPECIALS) + [t for t in tokens if t not in SPECIALS]
+        self.stoi = {token: index for index, token in enumerate(self.itos)}
+        if len(self.stoi) != len(self.itos):
+            raise ValueError("a vocabulary cannot list the same token twice")
+
+    @classmethod
+    def build(cls, sentences: Iterable[list[str]], min_count: int = 1) -> "Vocab":
+        """Order by frequency, then alphabetically: never by set order, which changes per run."""
+        counts = Counter(token for sentence in sentences for token in sentence)
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return cls(token for token, count in ranked if count >= min_count)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, tokens: list[str]) -> list[int]:
+        """Unknown words become <unk> instead of failing, so any sentence can be translated."""
+        return [self.stoi.get(token, UNK_ID) for token in tokens]
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        """Read a model's output up to <eos>, leaving out the tokens that carry no words."""
+        tokens = []
+        for index in ids:
+            index = int(index)
+            if index == EOS_ID:
+                break
+            if index not in (PAD_ID, BOS_ID):
+                tokens.append(self.itos[index])
+        return tokens
+
+    def unknown(self, tokens: list[str]) -> list[str]:
+        """Name the words this vocabulary has never seen, to explain an <unk> to a user."""
+        return [token for token in tokens if token not in self.stoi]

@@ -1,0 +1,53 @@
+"""Padding must never cut a real token, and batches must come in the same order every run."""
+
+import pytest
+import torch
+
+from toolkit.batches import collate, encode_source, encode_target, endless, loader, pad
+from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+
+VOCAB = Vocab("a b c d e f g".split())
+
+
+def test_longest_target_keeps_every_word_bos_and_eos():
+    """Pad length must be computed after <bos>/<eos> are added (classic bug 3)."""
+    sentences = [["a"], ["a", "b", "c", "d", "e"], ["f", "g"]]
+    targets = [encode_target(s, VOCAB) for s in sentences]
+    batch = pad(targets)  # (batch, longest)
+    for row, sentence in zip(batch.tolist(), sentences, strict=True):
+        real = [i for i in row if i != PAD_ID]
+        assert real == [BOS_ID] + VOCAB.encode(sentence) + [EOS_ID]
+    assert batch.shape == (3, 5 + 2)
+
+
+def test_sources_end_with_eos_and_pad_on_the_right():
+    batch = collate([
+        (encode_source(["a", "b", "c"], VOCAB), encode_target(["d"], VOCAB)),
+        (encode_source(["e"], VOCAB), encode_target(["f", "g", "a"], VOCAB)),
+    ])
+    assert batch.src.tolist() == [VOCAB.encode(["a", "b", "c"]) + [EOS_ID],
+                                  VOCAB.encode(["e"]) + [EOS_ID, PAD_ID, PAD_ID]]
+    assert batch.tgt[0].tolist() == [BOS_ID, *VOCAB.encode(["d"]), EOS_ID, PAD_ID, PAD_ID]
+    assert batch.src.dtype == batch.tgt.dtype == torch.long
+
+
+def test_empty_sentences_are_refused_with_a_clear_message():
+    with pytest.raises(ValueError, match="empty sentence"):
+        encode_source([], VOCAB)
+    with pytest.raises(ValueError, match="empty sentence"):
+        encode_target([], VOCAB)
+
+
+def test_loader_order_is_seeded_and_covers_every_pair():
+    pairs = [([i + 4, EOS_ID], [BOS_ID, i + 4, EOS_ID]) for i in range(7)]
+    first = [b.src[:, 0].tolist() for b in loader(pairs, batch_size=3, seed=5)]
+    again = [b.src[:, 0].tolist() for b in loader(pairs, batch_size=3, seed=5)]
+    other = [b.src[:, 0].tolist() for b in loader(pairs, batch_size=3, seed=6)]
+    assert first == again and first != other
+    assert sorted(sum(first, [])) == [i + 4 for i in range(7)]
+
+
+def test_endless_runs_past_one_epoch():
+    pairs = [([4, EOS_ID], [BOS_ID, 4, EOS_ID])] * 3
+    stream = endless(loader(pairs, batch_size=2))
+    assert sum(next(stream).src.size(0) for _ in range(5)) == 2 + 1 + 2 + 1 + 2

@@ -1,0 +1,50 @@
+"""Greedy decoding must stop at <eos>, respect max_len, and treat every row alike."""
+
+import pytest
+import torch
+from spies import Scripted
+
+from toolkit.decoding import greedy_decode, translate
+from toolkit.vocab import EOS_ID, Vocab
+
+SCRIPTS = {4: [5, 6, EOS_ID, 7], 5: [8, EOS_ID], 6: [9, 9, 9, 9, 9, 9, 9, 9, 9, 9]}
+
+
+def test_stops_at_eos_and_drops_it():
+    src = torch.tensor([[4, EOS_ID]])
+    assert greedy_decode(Scripted(SCRIPTS), src, max_len=10) == [[5, 6]]
+
+
+def test_respects_max_len_when_eos_never_comes():
+    src = torch.tensor([[6, EOS_ID]])
+    assert greedy_decode(Scripted(SCRIPTS), src, max_len=4) == [[9, 9, 9, 9]]
+
+
+def test_batch_rows_finish_independently_and_match_single_decoding():
+    src = torch.tensor([[4, EOS_ID], [5, EOS_ID], [6, EOS_ID]])
+    batched = greedy_decode(Scripted(SCRIPTS), src, max_len=5)
+    singles = [greedy_decode(Scripted(SCRIPTS), row[None], max_len=5)[0] for row in src]
+    assert batched == singles == [[5, 6], [8], [9, 9, 9, 9, 9]]
+
+
+def test_stops_as_soon_as_every_row_is_finished():
+    model = Scripted(SCRIPTS)
+    greedy_decode(model, torch.tensor([[4, EOS_ID], [5, EOS_ID]]), max_len=50)
+    assert model.prefix_lengths == [1, 2, 3]  # <bos>, then one more token per step
+
+
+def test_the_whole_prefix_is_fed_at_every_step():
+    """Masks are built inside forward, so feeding the full prefix rebuilds them each step."""
+    model = Scripted(SCRIPTS)
+    greedy_decode(model, torch.tensor([[6, EOS_ID]]), max_len=4)
+    assert model.prefix_lengths == [1, 2, 3, 4]
+
+
+def test_translate_maps_words_to_words_and_refuses_empty_sentences():
+    src_vocab = Vocab(["alpha", "beta", "gamma"])
+    tgt_vocab = Vocab(["x", "y", "z", "w", "v", "u"])
+    model = Scripted({src_vocab.stoi["alpha"]: [tgt_vocab.stoi["y"], EOS_ID],
+                      src_vocab.stoi["beta"]: [tgt_vocab.stoi["z"], tgt_vocab.stoi["x"], EOS_ID]})
+    assert translate(model, ["alpha gamma", "beta"], src_vocab, tgt_vocab) == [["y"], ["z", "x"]]
+    with pytest.raises(ValueError, match="empty sentence"):
+        translate(model, ["alpha", "  "], src_vocab, tgt_vocab)

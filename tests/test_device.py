@@ -1,0 +1,32 @@
+"""Device choice prefers CUDA, then MPS, then the CPU."""
+
+import pytest
+import torch
+
+from toolkit.device import pick_device
+
+
+def test_prefers_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert pick_device().type == "cuda"
+
+
+def test_then_mps(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert pick_device().type == "mps"
+
+
+def test_then_cpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert pick_device().type == "cpu"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(pick_device().type == "cpu", reason="needs a CUDA or MPS device")
+def test_the_chosen_accelerator_really_computes():
+    device = pick_device()
+    x = torch.arange(6.0, device=device).reshape(2, 3)
+    assert torch.equal((x @ x.T).cpu(), torch.tensor([[5.0, 14.0], [14.0, 50.0]]))

@@ -1,0 +1,51 @@
+"""Figures must label what they show with the real tokens."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # only in this test process; notebooks keep their inline backend
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from toolkit.diagram import model_diagram  # noqa: E402
+from toolkit.plots import attention_heatmap, loss_curve  # noqa: E402
+from toolkit.training import History  # noqa: E402
+
+
+def test_heatmap_axes_carry_the_actual_tokens():
+    weights = torch.softmax(torch.randn(3, 5), dim=-1)
+    queries, keys = ["<bos>", "Der", "Hund"], ["The", "dog", "sleeps", ".", "<eos>"]
+    ax = attention_heatmap(weights, queries, keys)
+    assert [t.get_text() for t in ax.get_xticklabels()] == keys
+    assert [t.get_text() for t in ax.get_yticklabels()] == queries
+    plt.close("all")
+
+
+def test_heatmap_refuses_tokens_that_do_not_match_the_weights():
+    with pytest.raises(ValueError, match="3 query and 4 key tokens"):
+        attention_heatmap(torch.rand(3, 5), ["a", "b", "c"], ["w", "x", "y", "z"])
+
+
+def test_loss_curve_plots_every_step():
+    history = History(losses=[3.0 / (i + 1) for i in range(100)])
+    ax = loss_curve(history)
+    raw, smooth = ax.get_lines()
+    assert len(raw.get_xdata()) == 100 and len(smooth.get_xdata()) == 100 - 25 + 1
+    plt.close("all")
+
+
+@pytest.mark.parametrize("stage", range(1, 8))
+def test_diagram_highlights_exactly_what_the_stage_adds(stage):
+    ax = model_diagram(stage)
+    labels = " ".join(text.get_text() for text in ax.texts)
+    assert ("positional encoding" in labels) == (stage >= 4)
+    assert ("feed-forward" in labels) == (stage >= 6)
+    assert ("multi-head" in labels) == (stage >= 7)
+    assert ("× N" in labels) == (stage >= 5)
+    plt.close("all")
+
+
+def test_unknown_stage_is_refused():
+    with pytest.raises(ValueError, match="stages run from 1 to 7"):
+        model_diagram(8)

@@ -1,0 +1,71 @@
+"""The training loop learns, reports in plain text, and returns its history."""
+
+import io
+
+import pytest
+import torch
+import tqdm
+from torch import nn
+
+import toolkit.training
+from toolkit.batches import Batch
+from toolkit.objectives import teacher_forcing
+from toolkit.training import evaluate_loss, train, warmup_then_decay
+from toolkit.vocab import BOS_ID, EOS_ID
+
+
+class Bigram(nn.Module):
+    """Predicts the next token from the current one: enough to memorise one sentence."""
+
+    accepts_batches = True
+
+    def __init__(self, vocab_size: int = 10):
+        super().__init__()
+        self.table = nn.Embedding(vocab_size, vocab_size)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        return self.table(tgt)  # (batch, tgt_len, vocab)
+
+
+BATCH = Batch(torch.tensor([[4, EOS_ID]]), torch.tensor([[BOS_ID, 5, 6, 7, EOS_ID]]))
+
+
+def forever(batch: Batch):
+    while True:
+        yield batch
+
+
+def test_loss_falls_and_history_has_one_entry_per_step():
+    model = Bigram()
+    progress = io.StringIO()
+    history = train(model, teacher_forcing, forever(BATCH), steps=150, lr=0.1,
+                    warmup_steps=10, progress=progress)
+    assert history.steps == len(history.learning_rates) == 150
+    assert history.losses[-1] < 0.05 < history.losses[0]
+    assert history.seconds > 0
+
+
+def test_progress_is_a_plain_text_bar_not_a_widget():
+    """A notebook widget bar renders empty offline (design §4), so it must be plain tqdm."""
+    assert toolkit.training.tqdm is tqdm.std.tqdm
+    progress = io.StringIO()
+    train(Bigram(), teacher_forcing, forever(BATCH), steps=5, progress=progress,
+          description="demo")
+    text = progress.getvalue()
+    assert "demo" in text and "5/5" in text and "loss=" in text
+
+
+def test_schedule_warms_up_linearly_to_the_peak_then_decays():
+    factors = [warmup_then_decay(step, warmup_steps=10) for step in range(1, 41)]
+    assert factors[9] == pytest.approx(1.0)
+    assert factors[:10] == sorted(factors[:10]) and factors[4] == pytest.approx(0.5)
+    assert factors[9:] == sorted(factors[9:], reverse=True)
+    assert factors[39] == pytest.approx(0.5)  # 1/sqrt(40/10)
+
+
+def test_evaluate_loss_does_not_train():
+    model = Bigram()
+    before = [p.clone() for p in model.parameters()]
+    loss = evaluate_loss(model, teacher_forcing, [BATCH, BATCH])
+    assert loss > 0
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
