@@ -13,7 +13,7 @@ EXECUTED := build/notebooks/.executed
 # One thread per process, two processes: steadier and faster on small CPUs (design §4).
 NOTEBOOK_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1
 NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
-          --timeout=900 -n 2 -p no:cacheprovider --overwrite
+          --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 
 .PHONY: help setup test unit notebooks site lab data clean
 
