@@ -31,8 +31,8 @@ class Attention(nn.Module):
         self,
         query: torch.Tensor,
         key_value: torch.Tensor,
-        key_padding_mask: torch.Tensor | None = None,  # (batch, kv_len)  # New: True at <pad>
-        attn_mask: torch.Tensor | None = None,  # (q_len, kv_len)  # New: True where hidden
+        key_padding_mask: torch.Tensor | None = None,  # (batch, kv_len), True at <pad>  # New:
+        attn_mask: torch.Tensor | None = None,  # (q_len, kv_len), True where hidden  # New:
     ) -> torch.Tensor:
         # query: (batch, q_len, embed_dim), key_value: (batch, kv_len, embed_dim)
         q = self.q_proj(query)  # (batch, q_len, embed_dim)
@@ -91,6 +91,6 @@ class Transformer(nn.Module):
         # src: (batch, src_len), tgt: (batch, tgt_len) token ids, right-padded with <pad>
         check_token_ids(src, "src", dims=2, vocab_size=self.src_embed.num_embeddings)
         check_token_ids(tgt, "tgt", dims=2, vocab_size=self.tgt_embed.num_embeddings)
-        src_padding = src == PAD_ID  # (batch, src_len)  # New: True at <pad>
+        src_padding = src == PAD_ID  # (batch, src_len), True at <pad>  # New: key padding
         memory = self.encode(src, src_padding)  # (batch, src_len, embed_dim)
         return self.decode(tgt, memory, src_padding)  # (batch, tgt_len, tgt_vocab_size) logits

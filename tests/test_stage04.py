@@ -1,0 +1,91 @@
+"""Stage 04: the sinusoidal encoding has the paper's closed form, and order now matters."""
+
+import math
+
+import pytest
+import torch
+
+from stages import stage03_masking as stage03
+from stages import stage04_positional_encoding as stage
+from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+
+SRC_VOCAB, TGT_VOCAB, EMBED_DIM = 20, 30, 16
+SRC = torch.tensor([[4, 9, 7, 12, 5, EOS_ID], [6, 8, EOS_ID, PAD_ID, PAD_ID, PAD_ID]])
+TGT = torch.tensor([[BOS_ID, 8, 11, 6, 7], [BOS_ID, 9, 12, PAD_ID, PAD_ID]])
+
+
+def make_model(module=stage, seed: int = 0):
+    torch.manual_seed(seed)
+    return module.Transformer(SRC_VOCAB, TGT_VOCAB, embed_dim=EMBED_DIM).eval()
+
+
+def test_encoding_matches_the_closed_form_of_the_paper():
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))."""
+    encoding = stage.PositionalEncoding(embed_dim=EMBED_DIM, max_len=50).encoding
+    for pos in (0, 1, 7, 49):
+        for i in range(EMBED_DIM // 2):
+            angle = pos / 10000 ** (2 * i / EMBED_DIM)
+            assert encoding[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-5)
+            assert encoding[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-5)
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_a_shift_by_k_is_one_rotation_for_every_position(k):
+    """PE[pos + k] = M_k @ PE[pos], with M_k block-diagonal 2x2 rotations."""
+    encoding = stage.PositionalEncoding(embed_dim=EMBED_DIM, max_len=64).encoding.double()
+    frequency = torch.tensor([1 / 10000 ** (2 * i / EMBED_DIM) for i in range(EMBED_DIM // 2)],
+                             dtype=torch.float64)
+    rotation = torch.zeros(EMBED_DIM, EMBED_DIM, dtype=torch.float64)
+    for i, w in enumerate(frequency.tolist()):
+        c, s = math.cos(k * w), math.sin(k * w)
+        rotation[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = torch.tensor([[c, s], [-s, c]])
+    shifted = encoding[:-k] @ rotation.T  # (positions, embed_dim)
+    assert torch.allclose(shifted, encoding[k:], atol=1e-5)
+
+
+def test_the_encoding_is_a_fixed_buffer_not_a_parameter():
+    model = make_model()
+    assert not any("positions" in name for name, _ in model.named_parameters())
+    assert model.positions.encoding.requires_grad is False
+
+
+def test_before_positions_a_permuted_source_gave_the_same_translation():
+    model = make_model(stage03)
+    src = SRC[:1]
+    permuted = src[:, [2, 0, 3, 1, 4, 5]]  # same words, different order
+    with torch.no_grad():
+        assert torch.allclose(model(permuted, TGT[:1]), model(src, TGT[:1]), atol=1e-5)
+
+
+def test_with_positions_word_order_changes_the_encoding_and_the_translation():
+    model = make_model()
+    src = SRC[:1]
+    order = [2, 0, 3, 1, 4, 5]
+    permuted = src[:, order]
+    with torch.no_grad():
+        encoded = model.encode(src, src == PAD_ID)
+        encoded_permuted = model.encode(permuted, permuted == PAD_ID)
+        assert not torch.allclose(encoded_permuted, encoded[:, order], atol=1e-3)
+        assert not torch.allclose(model(permuted, TGT[:1]), model(src, TGT[:1]), atol=1e-3)
+
+
+def test_padding_stays_invisible_with_positions_added():
+    model = make_model()
+    more = torch.cat([SRC, torch.full((2, 3), PAD_ID)], dim=1)
+    with torch.no_grad():
+        assert torch.allclose(model(more, TGT), model(SRC, TGT), atol=1e-6)
+
+
+def test_a_target_token_never_changes_earlier_positions():
+    model = make_model()
+    changed = TGT.clone()
+    changed[:, 3] = 17
+    with torch.no_grad():
+        assert torch.allclose(model(SRC, changed)[:, :3], model(SRC, TGT)[:, :3], atol=1e-6)
+
+
+def test_an_over_long_sequence_gets_a_clear_error():
+    model = stage.Transformer(SRC_VOCAB, TGT_VOCAB, embed_dim=EMBED_DIM, max_len=8)
+    too_long = torch.full((1, 9), 4)
+    with pytest.raises(ValueError, match="9 tokens is longer than max_len=8"):
+        model(too_long, TGT[:1])
