@@ -15,13 +15,15 @@ NOTEBOOK_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1
 NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 
-.PHONY: help setup test unit notebooks site lab data clean
+.PHONY: help setup test unit notebooks site lab data ladder diff clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
 	@echo "make site    execute the notebooks if needed and render the course to site/"
 	@echo "make lab     open the notebooks in JupyterLab"
 	@echo "make data    regenerate the built-in corpus in assets/data/"
+	@echo "make ladder  retrain every stage on the shared budget; writes assets/ladder.json"
+	@echo "make diff A=03 B=04   print what stage B changes in stage A"
 	@echo "make clean   remove build/, site/ and the virtualenv"
 
 setup: $(INSTALLED)
@@ -58,6 +60,14 @@ lab: $(INSTALLED)
 
 data: $(INSTALLED)
 	$(BIN)/python -m toolkit.corpus
+
+ladder: $(INSTALLED)
+	$(NOTEBOOK_ENV) $(BIN)/python -m toolkit.ladder
+
+A ?= 01
+B ?= 02
+diff: $(INSTALLED)
+	@$(BIN)/python -m toolkit.stagediff $(A) $(B)
 
 clean:
 	rm -rf build site student $(VENV) .pytest_cache .ruff_cache

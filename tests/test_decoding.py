@@ -48,3 +48,9 @@ def test_translate_maps_words_to_words_and_refuses_empty_sentences():
     assert translate(model, ["alpha gamma", "beta"], src_vocab, tgt_vocab) == [["y"], ["z", "x"]]
     with pytest.raises(ValueError, match="empty sentence"):
         translate(model, ["alpha", "  "], src_vocab, tgt_vocab)
+
+
+def test_each_sentence_can_have_its_own_length_limit():
+    src = torch.tensor([[6, EOS_ID], [6, EOS_ID], [4, EOS_ID]])
+    assert greedy_decode(Scripted(SCRIPTS), src, max_len=torch.tensor([2, 5, 1])) == [
+        [9, 9], [9, 9, 9, 9, 9], [5]]

@@ -49,3 +49,25 @@ def test_diagram_highlights_exactly_what_the_stage_adds(stage):
 def test_unknown_stage_is_refused():
     with pytest.raises(ValueError, match="stages run from 1 to 7"):
         model_diagram(8)
+
+
+@pytest.mark.parametrize("module", ["stage01_naive_attention", "stage03_masking"])
+def test_sentence_attention_labels_every_map_with_its_own_tokens(module):
+    import importlib
+
+    from toolkit.plots import sentence_attention
+    from toolkit.vocab import Vocab
+
+    stage = importlib.import_module(f"stages.{module}")
+    src_vocab, tgt_vocab = Vocab(["The", "dog", "sleeps", "."]), Vocab(["Der", "Hund", "."])
+    model = stage.Transformer(len(src_vocab), len(tgt_vocab), embed_dim=8)
+    figure = sentence_attention(model, ["The", "dog", "sleeps", "."], ["Der", "Hund"],
+                                src_vocab, tgt_vocab)
+    source, target = ["The", "dog", "sleeps", ".", "<eos>"], ["<bos>", "Der", "Hund"]
+    expected = {"encoder_self_attn": (source, source), "decoder_self_attn": (target, target),
+                "cross_attn": (target, source)}
+    drawn = {ax.get_title(): ([t.get_text() for t in ax.get_yticklabels()],
+                              [t.get_text() for t in ax.get_xticklabels()])
+             for ax in figure.axes if ax.get_title()}
+    assert drawn == expected
+    plt.close("all")

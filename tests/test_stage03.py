@@ -142,3 +142,17 @@ def test_batched_greedy_decoding_equals_one_sentence_at_a_time():
     alone = [greedy_decode(model, SRC[i:i + 1, : int((SRC[i] != PAD_ID).sum())], max_len=7)[0]
              for i in range(SRC.size(0))]
     assert batched == alone
+
+
+def test_translations_do_not_depend_on_the_batch():
+    """Through the toolkit: padding neighbours change neither masks nor length limits."""
+    from toolkit.decoding import translate
+    from toolkit.vocab import Vocab
+
+    src_vocab = Vocab(f"w{i}" for i in range(SRC_VOCAB - 4))
+    tgt_vocab = Vocab(f"v{i}" for i in range(TGT_VOCAB - 4))
+    sentences = ["w1 w2", "w3 w4 w5 w6 w7 w8 w9 w10", "w11", "w5 w5 w5"]
+    model = make_model()
+    together = translate(model, sentences, src_vocab, tgt_vocab, batch_size=4)
+    alone = translate(model, sentences, src_vocab, tgt_vocab, batch_size=1)
+    assert together == alone

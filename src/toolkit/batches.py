@@ -65,11 +65,13 @@ def collate(pairs: Sequence[EncodedPair]) -> Batch:
     return Batch(pad([src for src, _ in pairs]), pad([tgt for _, tgt in pairs]))
 
 
-def loader(pairs: Sequence[EncodedPair], batch_size: int, seed: int = 0) -> DataLoader:
+def loader(
+    pairs: Sequence[EncodedPair], batch_size: int, seed: int = 0, shuffle: bool = True
+) -> DataLoader:
     """Shuffle with our own seeded generator, so the data order is the same on every run."""
     generator = torch.Generator().manual_seed(seed)
     return DataLoader(
-        pairs, batch_size=batch_size, shuffle=True, collate_fn=collate, generator=generator
+        pairs, batch_size=batch_size, shuffle=shuffle, collate_fn=collate, generator=generator
     )
 
 

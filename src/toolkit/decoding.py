@@ -12,22 +12,26 @@ from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 
 @torch.no_grad()
-def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int) -> list[list[int]]:
-    """Decode a whole batch at once; a sentence stops at <eos> or after `max_len` tokens.
+def greedy_decode(
+    model: nn.Module, src: torch.Tensor, max_len: int | torch.Tensor
+) -> list[list[int]]:
+    """Decode a whole batch at once; a sentence stops at <eos> or after its `max_len` tokens.
 
-    The model is called on the full prefix at every step, so whatever masks a stage builds
-    are rebuilt for the current length.
+    `max_len` is one limit for all, or one per sentence, so that a sentence's translation
+    never depends on the length of its neighbours. The model sees the full prefix at every
+    step, so whatever masks a stage builds are rebuilt for the current length.
     """
     model.eval()
     batch_size = src.size(0)
+    limits = torch.as_tensor(max_len, device=src.device).expand(batch_size)  # (batch,)
     ys = torch.full((batch_size, 1), BOS_ID, dtype=torch.long, device=src.device)
-    finished = torch.zeros(batch_size, dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
+    finished = limits <= 0  # (batch,)
+    for step in range(int(limits.max())):
         logits = forward_batch(model, src, ys)  # (batch, len, tgt_vocab)
         next_token = logits[:, -1].argmax(dim=-1)  # (batch,)
         next_token = next_token.masked_fill(finished, PAD_ID)
         ys = torch.cat([ys, next_token[:, None]], dim=1)  # (batch, len + 1)
-        finished |= next_token == EOS_ID
+        finished |= (next_token == EOS_ID) | (limits <= step + 1)
         if finished.all():
             break
     return [_until_eos(row[1:].tolist()) for row in ys]
@@ -47,7 +51,7 @@ def translate(
     batch_size: int = 100,
     extra_len: int = 10,
 ) -> list[list[str]]:
-    """Translate raw sentences to target tokens; allow a few more tokens than the source has."""
+    """Translate raw sentences to target tokens, each allowed a few more than its source has."""
     translations: list[list[str]] = []
     for start in range(0, len(sentences), batch_size):
         chunk = sentences[start : start + batch_size]
@@ -58,6 +62,7 @@ def translate(
                 raise ValueError(f"cannot translate an empty sentence (got {sentence!r})")
             encoded.append(encode_source(tokens, src_vocab))
         src = pad(encoded).to(device)  # (batch, src_len)
-        for ids in greedy_decode(model, src, max_len=src.size(1) + extra_len):
+        limits = torch.tensor([len(ids) for ids in encoded], device=device) + extra_len
+        for ids in greedy_decode(model, src, max_len=limits):
             translations.append(tgt_vocab.decode(ids))
     return translations

@@ -8,7 +8,10 @@ import seaborn as sns
 import torch
 from matplotlib.axes import Axes
 
+from toolkit.batches import encode_source
+from toolkit.stage_api import attention_maps, forward_batch
 from toolkit.training import History
+from toolkit.vocab import BOS, BOS_ID, EOS, Vocab
 
 
 def loss_curve(history: History, ax: Axes | None = None, label: str | None = None,
@@ -52,3 +55,41 @@ def attention_heatmap(
     ax.tick_params(axis="x", labelrotation=90)
     ax.tick_params(axis="y", labelrotation=0)
     return ax
+
+
+def _roles(name: str) -> tuple[str, str]:
+    """Which tokens a module's queries and keys belong to, read from its name (stage_api)."""
+    if "cross" in name:
+        return "target", "source"
+    return ("source", "source") if name.startswith("encoder") else ("target", "target")
+
+
+def sentence_attention(
+    model: torch.nn.Module,
+    source_tokens: Sequence[str],
+    target_tokens: Sequence[str],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    device: torch.device | str = "cpu",
+) -> plt.Figure:
+    """Run one sentence pair through any stage and draw every attention module's weights."""
+    src_ids = encode_source(list(source_tokens), src_vocab)
+    tgt_ids = [BOS_ID] + tgt_vocab.encode(list(target_tokens))
+    src = torch.tensor([src_ids], device=device)  # (1, src_len)
+    tgt = torch.tensor([tgt_ids], device=device)  # (1, tgt_len)
+    model.eval()
+    with torch.no_grad():
+        forward_batch(model, src, tgt)
+    labels = {"source": [*source_tokens, EOS], "target": [BOS, *target_tokens]}
+    maps = attention_maps(model)
+    columns = min(3, len(maps))
+    rows = -(-len(maps) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(6 * columns, 5 * rows), squeeze=False)
+    for ax, (name, weights) in zip(axes.flat, maps.items(), strict=False):
+        queries, keys = _roles(name)
+        weights = weights.reshape(-1, *weights.shape[-2:])[0]  # (q_len, kv_len) of sentence 0
+        attention_heatmap(weights, labels[queries], labels[keys], ax, title=name)
+    for ax in axes.flat[len(maps):]:
+        ax.axis("off")
+    figure.tight_layout()
+    return figure

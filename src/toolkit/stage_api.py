@@ -3,7 +3,9 @@
 Every stage module defines `Transformer(src_vocab_size, tgt_vocab_size, ...)` whose
 `forward(src, tgt)` returns next-token logits, an `objective` (how it is trained), and a
 class attribute `accepts_batches`. Each attention module keeps its last weights in an
-`attention` attribute for the plots.
+`attention` attribute for the plots, and its name says its role: names starting with
+"encoder" are encoder self-attention, names containing "cross" are cross-attention, and the
+rest are decoder self-attention.
 """
 
 import torch

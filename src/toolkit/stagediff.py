@@ -7,6 +7,7 @@ so a marker that is left behind in a later stage never shows up as a change.
 import difflib
 import html
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,3 +102,10 @@ def stage_diff(old: int, new: int) -> StageDiff:
     if old >= new:
         raise ValueError(f"compare an earlier stage with a later one, not {old} with {new}")
     return StageDiff(old, new)
+
+
+if __name__ == "__main__":
+    try:
+        print(stage_diff(*(int(arg) for arg in sys.argv[1:3])))
+    except (TypeError, ValueError) as error:
+        sys.exit(f"usage: make diff A=03 B=04 ({error})")

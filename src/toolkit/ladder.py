@@ -1,0 +1,149 @@
+"""The ladder: every stage trained on one shared budget, so each rung shows what an idea buys.
+
+`python -m toolkit.ladder` (what `make ladder` runs) trains each stage with its recipe and
+writes `assets/ladder.json`, the one source of the numbers in the README and notebooks.
+Each rung records a hash of its stage module and of the corpus, so stale numbers show.
+"""
+
+import hashlib
+import importlib
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+
+import pandas as pd
+import torch
+from torch import nn
+
+from toolkit.batches import endless, loader
+from toolkit.corpus import DATA_DIR
+from toolkit.data import CourseData, load_data
+from toolkit.device import pick_device
+from toolkit.evaluation import evaluate
+from toolkit.metrics import Report
+from toolkit.outline import STAGES
+from toolkit.outline import stage as stage_info
+from toolkit.recipes import RECIPES
+from toolkit.stage_api import count_parameters
+from toolkit.training import History, evaluate_loss, train
+
+LADDER_PATH = Path(__file__).resolve().parents[2] / "assets" / "ladder.json"
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One stage's numbers on the shared budget."""
+
+    stage: int
+    title: str
+    parameters: int
+    steps: int
+    batch_size: int
+    training_seconds: float
+    train_loss: float
+    validation_loss: float
+    exact_match: float
+    bleu: float
+    bleu_signature: str
+    per_phenomenon: dict[str, float]
+    stage_sha256: str
+    corpus_sha256: str
+
+
+def stage_module(number: int) -> ModuleType:
+    return importlib.import_module(f"stages.{stage_info(number).module}")
+
+
+def sha256_of(paths: list[Path]) -> str:
+    """Hash file contents in a fixed order, so any edit shows up as a new hash."""
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def stage_hash(number: int) -> str:
+    return sha256_of([Path(stage_module(number).__file__)])
+
+
+def corpus_hash() -> str:
+    return sha256_of(list(DATA_DIR.glob("*.jsonl")))
+
+
+def rung(
+    number: int, model: nn.Module, history: History, validation_loss: float, report: Report
+) -> Rung:
+    """Gather a finished run into its rung of the ladder."""
+    recipe = RECIPES[number]
+    return Rung(
+        stage=number, title=stage_info(number).title, parameters=count_parameters(model),
+        steps=recipe.steps, batch_size=recipe.batch_size,
+        training_seconds=round(history.seconds, 1), train_loss=round(history.final_loss(), 4),
+        validation_loss=round(validation_loss, 4), exact_match=round(report.exact_match, 2),
+        bleu=round(report.bleu, 2), bleu_signature=report.bleu_signature,
+        per_phenomenon={k: round(v, 2) for k, v in report.per_phenomenon.items()},
+        stage_sha256=stage_hash(number), corpus_sha256=corpus_hash(),
+    )
+
+
+def climb(number: int, data: CourseData, device: torch.device | str = "cpu") -> Rung:
+    """Train one stage with its recipe and score it on the test split."""
+    stage, recipe = stage_module(number), RECIPES[number]
+    torch.manual_seed(recipe.seed)
+    model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), **recipe.model)
+    batches = endless(loader(data.train, recipe.batch_size, seed=recipe.seed))
+    history = train(model, stage.objective, batches, steps=recipe.steps, lr=recipe.lr,
+                    warmup_steps=recipe.warmup_steps, device=device,
+                    description=f"stage {number:02d}")
+    validation = loader(data.validation, batch_size=100, shuffle=False)
+    validation_loss = evaluate_loss(model, stage.objective, validation, device)
+    report, _ = evaluate(model, data, "test", device)
+    return rung(number, model, history, validation_loss, report)
+
+
+def load_ladder(path: Path = LADDER_PATH) -> dict[int, Rung]:
+    """The committed rungs, by stage number; empty until `make ladder` has run."""
+    if not path.exists():
+        return {}
+    return {entry["stage"]: Rung(**entry) for entry in json.loads(path.read_text())["rungs"]}
+
+
+def stale_stages(ladder: dict[int, Rung]) -> list[int]:
+    """Stages whose module or corpus changed since their rung was computed."""
+    corpus = corpus_hash()
+    return [number for number, entry in ladder.items()
+            if entry.stage_sha256 != stage_hash(number) or entry.corpus_sha256 != corpus]
+
+
+def table(ladder: dict[int, Rung], live: Rung | None = None) -> pd.DataFrame:
+    """The ladder as a table; a notebook's own live run appears beside its committed rung."""
+    rows = [(f"{r.stage:02d} {r.title}", "committed", r) for r in ladder.values()]
+    if live is not None:
+        rows.append((f"{live.stage:02d} {live.title}", "this run", live))
+    frame = pd.DataFrame([{
+        "stage": name, "run": run, "parameters": r.parameters,
+        "pairs seen": r.steps * r.batch_size, "training s": r.training_seconds,
+        "train loss": r.train_loss, "exact match %": r.exact_match, "BLEU": r.bleu,
+        "held-out exact match %": r.per_phenomenon.get("held_out", float("nan")),
+    } for name, run, r in sorted(rows, key=lambda row: (row[0], row[1]))])
+    return frame.set_index(["stage", "run"])
+
+
+def main(numbers: list[int]) -> None:
+    """Recompute the given stages (all by default) and merge them into the committed file."""
+    torch.set_num_threads(1)
+    data, device = load_data(), pick_device()
+    ladder = load_ladder()
+    for number in numbers or [s.number for s in STAGES if s.number in RECIPES]:
+        ladder[number] = climb(number, data, device)
+        print(f"stage {number:02d}: exact match {ladder[number].exact_match:.1f}%, "
+              f"BLEU {ladder[number].bleu:.1f}")
+    rungs = [asdict(ladder[number]) for number in sorted(ladder)]
+    LADDER_PATH.write_text(json.dumps({"rungs": rungs}, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {LADDER_PATH}")
+
+
+if __name__ == "__main__":
+    main([int(arg) for arg in sys.argv[1:]])
