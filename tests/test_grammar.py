@@ -521,3 +521,16 @@ def test_random_adjectives_fit_their_nouns(random_sentences):
 def test_random_sentences_show_every_phenomenon(random_sentences):
     seen = {tag for structure in random_sentences for tag in phenomena(structure)}
     assert seen == set(PHENOMENA)
+
+
+def test_the_grammar_itself_is_unambiguous(random_sentences):
+    """On an unfiltered stream: the corpus drops repeats, which would hide an ambiguity."""
+    german_for: dict[str, set[str]] = {}
+    english_for: dict[str, set[str]] = {}
+    for structure in random_sentences:
+        english, german = render(structure)
+        german_for.setdefault(english, set()).add(german)
+        english_for.setdefault(german, set()).add(english)
+    assert all(len(german) == 1 for german in german_for.values())
+    assert all(len(english) == 1 for english in english_for.values())
+    assert len(german_for) < len(random_sentences)  # repeats occurred, so this was tested

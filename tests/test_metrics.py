@@ -1,6 +1,7 @@
 """Scores must come from sacreBLEU with its signature, and exact match must be strict."""
 
 import pytest
+import sacrebleu
 
 from toolkit.metrics import bleu, exact_match, score
 from toolkit.tokens import tokenize
@@ -29,6 +30,22 @@ def test_bleu_is_sacrebleu_on_detokenised_text_with_its_signature():
     assert "tok:13a" in perfect.signature and "nrefs:1" in perfect.signature
     worse = bleu([r[::-1] for r in REFERENCES], REFERENCES)
     assert worse.score < 50
+
+
+def test_bleu_scores_the_natural_text_not_our_tokens():
+    """Hyphenated numbers: our tokens split them, sacreBLEU's 13a tokeniser does not."""
+    references = [tokenize("Twenty-one dogs sleep."), tokenize("Seventy-two cats play.")]
+    hypotheses = [tokenize("Twenty-one dogs sleep."), tokenize("Seventy-two dogs play.")]
+    expected = sacrebleu.corpus_bleu(["Twenty-one dogs sleep.", "Seventy-two dogs play."],
+                                     [["Twenty-one dogs sleep.", "Seventy-two cats play."]])
+    assert bleu(hypotheses, references).score == pytest.approx(expected.score)
+
+
+def test_held_out_sentences_count_only_for_their_own_row():
+    hypotheses = [REFERENCES[0], ["falsch"], REFERENCES[2]]
+    report = score(hypotheses, REFERENCES, [["case"], ["case", "held_out"], ["case"]],
+                   apart="held_out")
+    assert report.per_phenomenon == {"case": 100.0, "held_out": 0.0}
 
 
 def test_score_reports_each_phenomenon_separately():

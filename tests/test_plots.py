@@ -22,6 +22,16 @@ def test_heatmap_axes_carry_the_actual_tokens():
     plt.close("all")
 
 
+def test_mask_heatmap_labels_tokens_and_shows_hidden_cells():
+    from toolkit.plots import mask_heatmap
+
+    mask = torch.ones(3, 3, dtype=torch.bool).triu(1)
+    ax = mask_heatmap(mask, ["<bos>", "Der", "Hund"], ["<bos>", "Der", "Hund"])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["<bos>", "Der", "Hund"]
+    assert ax.collections[0].get_array().reshape(3, 3).tolist() == mask.float().tolist()
+    plt.close("all")
+
+
 def test_heatmap_refuses_tokens_that_do_not_match_the_weights():
     with pytest.raises(ValueError, match="3 query and 4 key tokens"):
         attention_heatmap(torch.rand(3, 5), ["a", "b", "c"], ["w", "x", "y", "z"])

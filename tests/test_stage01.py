@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from stages import stage01_naive_attention as stage
+from toolkit import objectives
 from toolkit.batches import collate, encode_source, encode_target, endless, loader
 from toolkit.decoding import greedy_decode
 from toolkit.stage_api import attention_maps
@@ -34,6 +35,29 @@ def test_without_positions_a_permuted_source_gets_the_same_logits():
     permutation = torch.tensor([5, 3, 1, 0, 2, 4])
     with torch.no_grad():
         assert torch.allclose(model(SRC[permutation], TGT), model(SRC, TGT), atol=1e-5)
+
+
+def test_encoder_and_decoder_compute_the_formula_with_residuals():
+    """x + softmax(Q K^T) V, from the modules' own weights: catches swapped or lost terms."""
+    model = make_model()
+
+    def attend(module, query, key_value):
+        q, k, v = module.q_proj(query), module.k_proj(key_value), module.v_proj(key_value)
+        return (q @ k.T).softmax(dim=-1) @ v
+
+    with torch.no_grad():
+        x = model.src_embed(SRC)
+        memory = x + attend(model.encoder_self_attn, x, x)
+        y = model.tgt_embed(TGT)
+        y = y + attend(model.decoder_self_attn, y, y)
+        y = y + attend(model.cross_attn, y, memory)
+        assert torch.allclose(model.encode(SRC), memory, atol=1e-5)
+        assert torch.allclose(model(SRC, TGT), model.out_proj(y), atol=1e-5)
+
+
+def test_stage01_trains_on_the_last_position_only():
+    """Its decoder has no mask, so teacher forcing would train on leaked answers."""
+    assert stage.objective is objectives.last_position
 
 
 def test_attention_weights_sum_to_one_over_keys():

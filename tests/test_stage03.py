@@ -54,6 +54,22 @@ def test_the_pad_id_itself_does_not_matter(monkeypatch):
     assert torch.allclose(logits(model, src), before, atol=1e-6)
 
 
+def test_without_positions_the_encoder_is_permutation_equivariant():
+    model = make_model()
+    order = torch.tensor([3, 0, 4, 1, 2, 5])
+    src = SRC[:1]
+    with torch.no_grad():
+        permuted = model.encode(src[:, order], src[:, order] == PAD_ID)
+        assert torch.allclose(permuted, model.encode(src, src == PAD_ID)[:, order], atol=1e-6)
+
+
+def test_without_positions_the_decoder_ignores_source_order():
+    model = make_model()
+    order = torch.tensor([3, 0, 4, 1, 2, 5])
+    assert torch.allclose(logits(model, SRC[:1, order], TGT[:1]), logits(model, SRC[:1], TGT[:1]),
+                          atol=1e-5)
+
+
 def test_the_stage02_padding_leak_is_gone():
     model = make_model()
     short = SRC[1:, :3]  # the second sentence without its padding

@@ -21,18 +21,18 @@ def make_model(module=stage, seed: int = 0):
 
 def test_encoding_matches_the_closed_form_of_the_paper():
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d))."""
-    encoding = stage.PositionalEncoding(embed_dim=EMBED_DIM, max_len=50).encoding
-    for pos in (0, 1, 7, 49):
+    encoding = stage.PositionalEncoding(embed_dim=EMBED_DIM, max_seq_len=50).encoding
+    for pos in range(50):
         for i in range(EMBED_DIM // 2):
             angle = pos / 10000 ** (2 * i / EMBED_DIM)
             assert encoding[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-5)
             assert encoding[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-5)
 
 
-@pytest.mark.parametrize("k", [1, 3, 10])
+@pytest.mark.parametrize("k", range(1, 64))
 def test_a_shift_by_k_is_one_rotation_for_every_position(k):
-    """PE[pos + k] = M_k @ PE[pos], with M_k block-diagonal 2x2 rotations."""
-    encoding = stage.PositionalEncoding(embed_dim=EMBED_DIM, max_len=64).encoding.double()
+    """PE[pos + k] = M_k @ PE[pos], with M_k built from the closed form, not fitted."""
+    encoding = stage.PositionalEncoding(embed_dim=EMBED_DIM, max_seq_len=64).encoding.double()
     frequency = torch.tensor([1 / 10000 ** (2 * i / EMBED_DIM) for i in range(EMBED_DIM // 2)],
                              dtype=torch.float64)
     rotation = torch.zeros(EMBED_DIM, EMBED_DIM, dtype=torch.float64)
@@ -43,10 +43,19 @@ def test_a_shift_by_k_is_one_rotation_for_every_position(k):
     assert torch.allclose(shifted, encoding[k:], atol=1e-5)
 
 
-def test_the_encoding_is_a_fixed_buffer_not_a_parameter():
+def test_the_encoding_is_a_buffer_saved_moved_and_never_trained():
     model = make_model()
     assert not any("positions" in name for name, _ in model.named_parameters())
     assert model.positions.encoding.requires_grad is False
+    assert "positions.encoding" in model.state_dict()
+    model.to(torch.float64)
+    assert model.positions.encoding.dtype == torch.float64
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_the_encoding_moves_to_the_gpu_with_the_model():
+    assert make_model().to("cuda").positions.encoding.device.type == "cuda"
 
 
 def test_before_positions_a_permuted_source_gave_the_same_translation():
@@ -85,7 +94,19 @@ def test_a_target_token_never_changes_earlier_positions():
 
 
 def test_an_over_long_sequence_gets_a_clear_error():
-    model = stage.Transformer(SRC_VOCAB, TGT_VOCAB, embed_dim=EMBED_DIM, max_len=8)
+    model = stage.Transformer(SRC_VOCAB, TGT_VOCAB, embed_dim=EMBED_DIM, max_seq_len=8)
     too_long = torch.full((1, 9), 4)
-    with pytest.raises(ValueError, match="9 tokens is longer than max_len=8"):
+    with pytest.raises(ValueError, match=r"9 tokens is longer than max_seq_len=8.*max_seq_len=9"):
         model(too_long, TGT[:1])
+
+
+def test_learned_positions_can_replace_the_encoding():
+    from toolkit.positions import LearnedPositions
+
+    model = make_model()
+    model.positions = LearnedPositions(EMBED_DIM, max_seq_len=8)
+    assert "positions.embedding.weight" in dict(model.named_parameters())
+    with torch.no_grad():
+        assert torch.isfinite(model(SRC, TGT)).all()
+    with pytest.raises(ValueError, match="max_seq_len=8"):
+        model(torch.full((1, 9), 4), TGT[:1])

@@ -63,9 +63,10 @@ def test_schedule_warms_up_linearly_to_the_peak_then_decays():
     assert factors[39] == pytest.approx(0.5)  # 1/sqrt(40/10)
 
 
-def test_evaluate_loss_does_not_train():
-    model = Bigram()
-    before = [p.clone() for p in model.parameters()]
-    loss = evaluate_loss(model, teacher_forcing, [BATCH, BATCH])
-    assert loss > 0
-    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+@pytest.mark.parametrize("training", [True, False])
+def test_evaluate_loss_averages_batches_and_leaves_the_mode_as_it_was(training):
+    model = Bigram().train(training)
+    other = Batch(torch.tensor([[4, EOS_ID]]), torch.tensor([[BOS_ID, 8, EOS_ID]]))
+    expected = (teacher_forcing(model, BATCH).item() + teacher_forcing(model, other).item()) / 2
+    assert evaluate_loss(model, teacher_forcing, [BATCH, other]) == pytest.approx(expected)
+    assert model.training is training

@@ -56,23 +56,23 @@ class Attention(nn.Module):
 class PositionalEncoding(nn.Module):  # New: the whole class
     """Add sin/cos waves of geometrically spaced wavelengths, one pair per two dimensions."""
 
-    def __init__(self, embed_dim: int, max_len: int = 256):
+    def __init__(self, embed_dim: int, max_seq_len: int = 256):
         super().__init__()
-        position = torch.arange(max_len).unsqueeze(1)  # (max_len, 1)
+        position = torch.arange(max_seq_len).unsqueeze(1)  # (max_seq_len, 1)
         # 1 / 10000^(2i / embed_dim) for i = 0, 1, ...: the exponent already steps by 2.
         frequency = torch.exp(torch.arange(0, embed_dim, 2) * (-math.log(10000.0) / embed_dim))
-        encoding = torch.zeros(max_len, embed_dim)  # (max_len, embed_dim)
+        encoding = torch.zeros(max_seq_len, embed_dim)  # (max_seq_len, embed_dim)
         encoding[:, 0::2] = torch.sin(position * frequency)  # even dimensions
         encoding[:, 1::2] = torch.cos(position * frequency)  # odd dimensions, same frequency
-        self.register_buffer("encoding", encoding, persistent=False)
+        self.register_buffer("encoding", encoding)  # moves with .to(), saved, never trained
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (batch, len, embed_dim)
-        length, max_len = x.size(1), self.encoding.size(0)
-        if length > max_len:
+        length, limit = x.size(1), self.encoding.size(0)
+        if length > limit:
             raise ValueError(
-                f"a sequence of {length} tokens is longer than max_len={max_len}: shorten it "
-                f"or build the model with a larger max_len"
+                f"a sequence of {length} tokens is longer than max_seq_len={limit}: shorten "
+                f"it, or build the model with Transformer(..., max_seq_len={length}) or more"
             )
         return x + self.encoding[:length]  # (batch, len, embed_dim)
 
@@ -89,12 +89,12 @@ class Transformer(nn.Module):
 
     def __init__(
         self, src_vocab_size: int, tgt_vocab_size: int, embed_dim: int = 64,
-        max_len: int = 256,  # New: longest sequence the positional encoding covers
+        max_seq_len: int = 256,  # New: longest sequence the positional encoding covers
     ):
         super().__init__()
         self.src_embed = nn.Embedding(src_vocab_size, embed_dim)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, embed_dim)
-        self.positions = PositionalEncoding(embed_dim, max_len)  # New: shared by both sides
+        self.positions = PositionalEncoding(embed_dim, max_seq_len)  # New: shared by both sides
         self.encoder_self_attn = Attention(embed_dim)
         self.decoder_self_attn = Attention(embed_dim)
         self.cross_attn = Attention(embed_dim)

@@ -21,6 +21,7 @@ def greedy_decode(
     never depends on the length of its neighbours. The model sees the full prefix at every
     step, so whatever masks a stage builds are rebuilt for the current length.
     """
+    was_training = model.training
     model.eval()
     batch_size = src.size(0)
     limits = torch.as_tensor(max_len, device=src.device).expand(batch_size)  # (batch,)
@@ -34,6 +35,7 @@ def greedy_decode(
         finished |= (next_token == EOS_ID) | (limits <= step + 1)
         if finished.all():
             break
+    model.train(was_training)
     return [_until_eos(row[1:].tolist()) for row in ys]
 
 

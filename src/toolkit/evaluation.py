@@ -3,6 +3,7 @@
 import torch
 from torch import nn
 
+from toolkit.corpus import HELD_OUT_TAG
 from toolkit.data import CourseData
 from toolkit.decoding import translate
 from toolkit.metrics import Report, score
@@ -13,5 +14,5 @@ def evaluate(
 ) -> tuple[Report, list[list[str]]]:
     """Greedy-translate every sentence of a split; return the scores and the translations."""
     hypotheses = translate(model, data.sources(split), data.src_vocab, data.tgt_vocab, device)
-    report = score(hypotheses, data.references(split), data.phenomena(split))
+    report = score(hypotheses, data.references(split), data.phenomena(split), apart=HELD_OUT_TAG)
     return report, hypotheses

@@ -19,8 +19,8 @@ the German reads as a native speaker would write it:
 - No weak nouns (der Junge, der Student, der Bär): they add -n in every case but the
   nominative singular ("den Jungen", "dem Jungen"), a paradigm only a few words would show.
 - No separable verbs (anrufen, "ruft ... an"), so the finite verb is always one word.
-- Each English word has one German translation: no "teacher" that could be Lehrer or
-  Lehrerin, no "fish" whose plural looks like its singular.
+- Each English word has one German translation, fixed by the lexicon ("teacher" is always
+  Lehrer, never Lehrerin), and no noun like "fish" whose plural looks like its singular.
 - Negation rule: in a negated clause, every noun phrase after the verb takes "the", but the
   direct object may also take "a", which German negates with kein- ("sieht keine Katze").
   A negated number or indefinite dative ("sieht zwei Katzen nicht", "gibt einem Kind den

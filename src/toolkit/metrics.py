@@ -52,6 +52,7 @@ class Report:
             f"   ({self.sentences} sentences)",
             f"BLEU signature: {self.bleu_signature}",
         ]
+        lines.append("exact match by phenomenon:")
         lines += [f"  {name:<12} {score:5.1f}%" for name, score in self.per_phenomenon.items()]
         return "\n".join(lines)
 
@@ -60,11 +61,16 @@ def score(
     hypotheses: Sequence[list[str]],
     references: Sequence[list[str]],
     phenomena: Sequence[Sequence[str]] | None = None,
+    apart: str | None = None,
 ) -> Report:
-    """Score translations; with phenomenon tags, also report exact match for each tag."""
+    """Score translations; with phenomenon tags, also report exact match for each tag.
+
+    Sentences tagged `apart` (the held-out combinations) count for that tag alone, so each
+    other phenomenon is scored on ordinary sentences and generalisation gets its own row.
+    """
     groups: dict[str, list[int]] = defaultdict(list)
     for index, tags in enumerate(phenomena or []):
-        for tag in tags:
+        for tag in [apart] if apart in tags else tags:
             groups[tag].append(index)
     per_phenomenon = {
         tag: exact_match([hypotheses[i] for i in indices], [references[i] for i in indices])

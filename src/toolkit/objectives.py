@@ -32,9 +32,9 @@ def last_position(
     tgt = batch.tgt  # (batch, tgt_len): <bos> words <eos> <pad>...
     lengths = (tgt != PAD_ID).sum(dim=1).cpu()  # (batch,)
     draws = torch.rand(lengths.shape, generator=generator)
-    n = (1 + draws * (lengths - 1)).long().clamp(max=lengths - 1).to(tgt.device)  # (batch,)
+    n = (1 + draws * (lengths - 1)).long().to(tgt.device)  # (batch,), uniform in 1..L-1
     positions = torch.arange(tgt.size(1), device=tgt.device)  # (tgt_len,)
-    prefix = tgt.masked_fill(positions >= n[:, None], PAD_ID)[:, : int(n.max())]
+    prefix = tgt.masked_fill(positions >= n[:, None], PAD_ID)[:, : int(n.max())]  # (batch, max_n)
     logits = forward_batch(model, batch.src, prefix)  # (batch, max_n, vocab)
     rows = torch.arange(tgt.size(0), device=tgt.device)
     targets = torch.full_like(prefix, PAD_ID)  # (batch, max_n): <pad> is not scored

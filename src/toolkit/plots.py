@@ -39,18 +39,36 @@ def attention_heatmap(
     title: str = "",
 ) -> Axes:
     """Show who attends to whom: rows are queries, columns are keys, each row sums to 1."""
-    weights = weights.detach().float().cpu()  # (query_len, key_len)
-    if weights.shape != (len(query_tokens), len(key_tokens)):
+    return _token_grid(weights, query_tokens, key_tokens, ax, title, cmap="viridis",
+                       cbar_kws={"shrink": 0.7})
+
+
+def mask_heatmap(
+    mask: torch.Tensor,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    ax: Axes | None = None,
+    title: str = "",
+) -> Axes:
+    """Show a boolean attention mask: dark cells are hidden from the query of their row."""
+    return _token_grid(mask, query_tokens, key_tokens, ax, title, cmap="Greys", cbar=False,
+                       linewidths=0.5, linecolor="#cccccc")
+
+
+def _token_grid(
+    values: torch.Tensor, query_tokens: Sequence[str], key_tokens: Sequence[str],
+    ax: Axes | None, title: str, **style,
+) -> Axes:
+    """A (queries x keys) grid whose axes are labelled with the actual tokens."""
+    values = values.detach().float().cpu()  # (query_len, key_len)
+    if values.shape != (len(query_tokens), len(key_tokens)):
         raise ValueError(
-            f"weights have shape {tuple(weights.shape)} but there are {len(query_tokens)} "
+            f"weights have shape {tuple(values.shape)} but there are {len(query_tokens)} "
             f"query and {len(key_tokens)} key tokens"
         )
     ax = ax or plt.subplots(figsize=(0.5 * len(key_tokens) + 2, 0.45 * len(query_tokens) + 1))[1]
-    sns.heatmap(
-        weights.numpy(), ax=ax, vmin=0.0, vmax=1.0, cmap="viridis", square=True,
-        xticklabels=list(key_tokens), yticklabels=list(query_tokens),
-        cbar_kws={"shrink": 0.7},
-    )
+    sns.heatmap(values.numpy(), ax=ax, vmin=0.0, vmax=1.0, square=True,
+                xticklabels=list(key_tokens), yticklabels=list(query_tokens), **style)
     ax.set(xlabel="key (attended to)", ylabel="query (attending)", title=title)
     ax.tick_params(axis="x", labelrotation=90)
     ax.tick_params(axis="y", labelrotation=0)

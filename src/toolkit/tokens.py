@@ -4,7 +4,7 @@ import re
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _SPACE_BEFORE_PUNCT = re.compile(r" ([.,!?;:])")
-_SPACED_HYPHEN = re.compile(r" - ")
+_SPACED_HYPHEN = re.compile(r"(?<=\w) - (?=\w)")  # "twenty - one"; also glues a spaced dash
 
 
 def tokenize(text: str) -> list[str]:

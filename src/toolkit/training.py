@@ -31,7 +31,7 @@ class History:
     def final_loss(self, window: int = 50) -> float:
         """Average the last steps: one batch's loss is too noisy to compare runs."""
         tail = self.losses[-window:]
-        return sum(tail) / len(tail)
+        return sum(tail) / len(tail) if tail else math.nan
 
 
 def warmup_then_decay(step: int, warmup_steps: int) -> float:
@@ -90,8 +90,9 @@ def evaluate_loss(
     device: torch.device | str = "cpu", seed: int = 0,
 ) -> float:
     """Average loss on held-out batches, with a fixed seed so it is comparable between runs."""
+    was_training = model.training
     model.to(device).eval()
     generator = torch.Generator().manual_seed(seed)
     losses = [objective(model, batch.to(device), generator).item() for batch in batches]
-    model.train()
+    model.train(was_training)
     return sum(losses) / len(losses)
