@@ -61,6 +61,14 @@ def test_unknown_stage_is_refused():
         model_diagram(8)
 
 
+def test_attention_titles_name_the_layer_and_the_kind():
+    from toolkit.plots import _title
+
+    assert _title("decoder_layers.1.cross_attn") == "decoder layer 2: cross-attention"
+    assert _title("encoder_layers.0.self_attn") == "encoder layer 1: self-attention"
+    assert _title("decoder_self_attn") == "decoder self-attention"
+
+
 @pytest.mark.parametrize("module", ["stage01_naive_attention", "stage03_masking"])
 def test_sentence_attention_labels_every_map_with_its_own_tokens(module):
     import importlib
@@ -74,8 +82,9 @@ def test_sentence_attention_labels_every_map_with_its_own_tokens(module):
     figure = sentence_attention(model, ["The", "dog", "sleeps", "."], ["Der", "Hund"],
                                 src_vocab, tgt_vocab)
     source, target = ["The", "dog", "sleeps", ".", "<eos>"], ["<bos>", "Der", "Hund"]
-    expected = {"encoder_self_attn": (source, source), "decoder_self_attn": (target, target),
-                "cross_attn": (target, source)}
+    expected = {"encoder self-attention": (source, source),
+                "decoder self-attention": (target, target),
+                "decoder cross-attention": (target, source)}
     drawn = {ax.get_title(): ([t.get_text() for t in ax.get_yticklabels()],
                               [t.get_text() for t in ax.get_xticklabels()])
              for ax in figure.axes if ax.get_title()}

@@ -110,3 +110,23 @@ def test_learned_positions_can_replace_the_encoding():
         assert torch.isfinite(model(SRC, TGT)).all()
     with pytest.raises(ValueError, match="max_seq_len=8"):
         model(torch.full((1, 9), 4), TGT[:1])
+
+
+def test_the_decoder_gets_positions_too():
+    """Swap two earlier target tokens: without positions, a later position cannot tell."""
+    swapped = TGT.clone()
+    swapped[:, [1, 2]] = TGT[:, [2, 1]]
+    with torch.no_grad():
+        before = make_model(stage03)
+        assert torch.allclose(before(SRC, swapped)[0, 3], before(SRC, TGT)[0, 3], atol=1e-5)
+        after = make_model()
+        assert not torch.allclose(after(SRC, swapped)[0, 3], after(SRC, TGT)[0, 3], atol=1e-3)
+
+
+def test_the_encoding_moves_with_the_model_to_any_device():
+    assert make_model().to("meta").positions.encoding.device.type == "meta"
+
+
+def test_an_odd_embed_dim_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match="embed_dim=15 must be even"):
+        stage.PositionalEncoding(embed_dim=15)

@@ -31,8 +31,8 @@ class Attention(nn.Module):
         self,
         query: torch.Tensor,
         key_value: torch.Tensor,
-        key_padding_mask: torch.Tensor | None = None,  # (batch, kv_len), True at <pad>  # New:
-        attn_mask: torch.Tensor | None = None,  # (q_len, kv_len), True where hidden  # New:
+        key_padding_mask: torch.Tensor | None = None,  # (batch, kv_len), True at <pad>  # New: keys
+        attn_mask: torch.Tensor | None = None,  # (q_len, kv_len), True where hidden  # New: causal
     ) -> torch.Tensor:
         # query: (batch, q_len, embed_dim), key_value: (batch, kv_len, embed_dim)
         q = self.q_proj(query)  # (batch, q_len, embed_dim)

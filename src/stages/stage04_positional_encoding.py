@@ -58,6 +58,8 @@ class PositionalEncoding(nn.Module):  # New: the whole class
 
     def __init__(self, embed_dim: int, max_seq_len: int = 256):
         super().__init__()
+        if embed_dim % 2:
+            raise ValueError(f"embed_dim={embed_dim} must be even: sin and cos come in pairs")
         position = torch.arange(max_seq_len).unsqueeze(1)  # (max_seq_len, 1)
         # 1 / 10000^(2i / embed_dim) for i = 0, 1, ...: the exponent already steps by 2.
         frequency = torch.exp(torch.arange(0, embed_dim, 2) * (-math.log(10000.0) / embed_dim))

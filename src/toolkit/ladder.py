@@ -2,7 +2,8 @@
 
 `python -m toolkit.ladder` (what `make ladder` runs) trains each stage with its recipe and
 writes `assets/ladder.json`, the one source of the numbers in the README and notebooks.
-Each rung records a hash of its stage module and of the corpus, so stale numbers show.
+Each rung records hashes of its stage module, of the corpus, and of the toolkit code that
+trains and scores it (recipes included), so stale numbers show.
 """
 
 import hashlib
@@ -30,6 +31,9 @@ from toolkit.stage_api import count_parameters
 from toolkit.training import History, evaluate_loss, train
 
 LADDER_PATH = Path(__file__).resolve().parents[2] / "assets" / "ladder.json"
+# The toolkit modules whose code changes the numbers: data, training, decoding, scoring.
+TRAINING_CODE = ("tokens", "vocab", "batches", "data", "stage_api", "objectives", "training",
+                 "recipes", "decoding", "metrics", "evaluation")
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class Rung:
     per_phenomenon: dict[str, float]
     stage_sha256: str
     corpus_sha256: str
+    toolkit_sha256: str
 
 
 def stage_module(number: int) -> ModuleType:
@@ -72,6 +77,11 @@ def corpus_hash() -> str:
     return sha256_of(list(DATA_DIR.glob("*.jsonl")))
 
 
+def toolkit_hash() -> str:
+    folder = Path(__file__).resolve().parent
+    return sha256_of([folder / f"{name}.py" for name in TRAINING_CODE])
+
+
 def rung(
     number: int, model: nn.Module, history: History, validation_loss: float, report: Report
 ) -> Rung:
@@ -85,6 +95,7 @@ def rung(
         bleu=round(report.bleu, 2), bleu_signature=report.bleu_signature,
         per_phenomenon={k: round(v, 2) for k, v in report.per_phenomenon.items()},
         stage_sha256=stage_hash(number), corpus_sha256=corpus_hash(),
+        toolkit_sha256=toolkit_hash(),
     )
 
 
@@ -111,10 +122,11 @@ def load_ladder(path: Path = LADDER_PATH) -> dict[int, Rung]:
 
 
 def stale_stages(ladder: dict[int, Rung]) -> list[int]:
-    """Stages whose module or corpus changed since their rung was computed."""
-    corpus = corpus_hash()
+    """Stages whose module, corpus or training code changed since their rung was computed."""
+    corpus, toolkit = corpus_hash(), toolkit_hash()
     return [number for number, entry in ladder.items()
-            if entry.stage_sha256 != stage_hash(number) or entry.corpus_sha256 != corpus]
+            if (entry.stage_sha256, entry.corpus_sha256, entry.toolkit_sha256)
+            != (stage_hash(number), corpus, toolkit)]
 
 
 def table(ladder: dict[int, Rung], live: Rung | None = None) -> pd.DataFrame:

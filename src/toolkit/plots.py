@@ -50,9 +50,11 @@ def mask_heatmap(
     ax: Axes | None = None,
     title: str = "",
 ) -> Axes:
-    """Show a boolean attention mask: dark cells are hidden from the query of their row."""
-    return _token_grid(mask, query_tokens, key_tokens, ax, title, cmap="Greys", cbar=False,
-                       linewidths=0.5, linecolor="#cccccc")
+    """Show a boolean attention mask: black cells are hidden from the query of their row."""
+    ax = _token_grid(mask, query_tokens, key_tokens, ax, title, cmap="Greys", cbar=False,
+                     linewidths=0.5, linecolor="#cccccc")
+    ax.set_xlabel("key (black: hidden from this query)")
+    return ax
 
 
 def _token_grid(
@@ -73,6 +75,14 @@ def _token_grid(
     ax.tick_params(axis="x", labelrotation=90)
     ax.tick_params(axis="y", labelrotation=0)
     return ax
+
+
+def _title(name: str) -> str:
+    """'decoder_layers.1.cross_attn' -> 'decoder layer 2: cross-attention'."""
+    kind = "cross-attention" if "cross" in name else "self-attention"
+    side = "encoder" if name.startswith("encoder") else "decoder"
+    layer = next((part for part in name.split(".") if part.isdigit()), None)
+    return f"{side} layer {int(layer) + 1}: {kind}" if layer else f"{side} {kind}"
 
 
 def _roles(name: str) -> tuple[str, str]:
@@ -106,7 +116,7 @@ def sentence_attention(
     for ax, (name, weights) in zip(axes.flat, maps.items(), strict=False):
         queries, keys = _roles(name)
         weights = weights.reshape(-1, *weights.shape[-2:])[0]  # (q_len, kv_len) of sentence 0
-        attention_heatmap(weights, labels[queries], labels[keys], ax, title=name)
+        attention_heatmap(weights, labels[queries], labels[keys], ax, title=_title(name))
     for ax in axes.flat[len(maps):]:
         ax.axis("off")
     figure.tight_layout()

@@ -27,4 +27,9 @@ RECIPES = {
     2: Recipe(model={"embed_dim": 64}),
     3: Recipe(model={"embed_dim": 64}),
     4: Recipe(model={"embed_dim": 64}),
+    5: Recipe(model={"embed_dim": 64, "num_encoder_layers": 2, "num_decoder_layers": 2}),
+    6: Recipe(model={"embed_dim": 64, "num_encoder_layers": 2, "num_decoder_layers": 2,
+                     "ff_dim": 256, "dropout": 0.0}),
+    7: Recipe(model={"embed_dim": 64, "num_heads": 2, "num_encoder_layers": 2,
+                     "num_decoder_layers": 2, "ff_dim": 256, "dropout": 0.0}),
 }

@@ -1,0 +1,195 @@
+"""Stage 06: feed-forward + LayerNorm, the sublayer block.
+
+The block the paper repeats: every sublayer (attention, or a position-wise feed-forward
+network) is wrapped as LayerNorm(x + Dropout(sublayer(x))), "Add & Norm". Attention gains
+an output projection, and dropout becomes a parameter (0 by default: on a small CPU budget
+it slows learning far more than it helps).
+"""
+
+import math
+
+import torch
+from torch import nn
+
+from toolkit import objectives
+from toolkit.stage_api import check_token_ids
+from toolkit.vocab import PAD_ID
+
+# The causal mask hides each target's future, so every position may be scored at once.
+objective = objectives.teacher_forcing
+
+
+class Attention(nn.Module):
+    """Each query takes an average of the values, weighted by how well its key matches."""
+
+    def __init__(self, embed_dim: int, dropout: float = 0.0):
+        super().__init__()
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+        self.out_proj = nn.Linear(embed_dim, embed_dim)  # New: mixes what was gathered
+        self.dropout = nn.Dropout(dropout)  # New: on the attention weights, as nn.* does
+        self.attention: torch.Tensor | None = None  # last weights, kept for the heatmaps
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key_value: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,  # (batch, kv_len), True at <pad>
+        attn_mask: torch.Tensor | None = None,  # (q_len, kv_len), True where hidden
+    ) -> torch.Tensor:
+        # query: (batch, q_len, embed_dim), key_value: (batch, kv_len, embed_dim)
+        q = self.q_proj(query)  # (batch, q_len, embed_dim)
+        k = self.k_proj(key_value)  # (batch, kv_len, embed_dim)
+        v = self.v_proj(key_value)  # (batch, kv_len, embed_dim)
+        scores = q @ k.transpose(-2, -1)  # (batch, q_len, kv_len)
+        # Combine the masks first, then fill once with the most negative finite number:
+        # -inf would turn a fully hidden row into NaN, and adding two fills would overflow.
+        hidden = torch.zeros_like(scores, dtype=torch.bool)  # (batch, q_len, kv_len)
+        if key_padding_mask is not None:
+            hidden = hidden | key_padding_mask[:, None, :]  # (batch, 1, kv_len): hide keys
+        if attn_mask is not None:
+            hidden = hidden | attn_mask  # (q_len, kv_len), the same for every sentence
+        scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
+        weights = scores.softmax(dim=-1)  # (batch, q_len, kv_len), each row sums to 1
+        self.attention = weights.detach()
+        weights = self.dropout(weights)  # New:
+        return self.out_proj(weights @ v)  # (batch, q_len, embed_dim)  # New: out_proj
+
+
+class PositionalEncoding(nn.Module):
+    """Add sin/cos waves of geometrically spaced wavelengths, one pair per two dimensions."""
+
+    def __init__(self, embed_dim: int, max_seq_len: int = 256):
+        super().__init__()
+        if embed_dim % 2:
+            raise ValueError(f"embed_dim={embed_dim} must be even: sin and cos come in pairs")
+        position = torch.arange(max_seq_len).unsqueeze(1)  # (max_seq_len, 1)
+        # 1 / 10000^(2i / embed_dim) for i = 0, 1, ...: the exponent already steps by 2.
+        frequency = torch.exp(torch.arange(0, embed_dim, 2) * (-math.log(10000.0) / embed_dim))
+        encoding = torch.zeros(max_seq_len, embed_dim)  # (max_seq_len, embed_dim)
+        encoding[:, 0::2] = torch.sin(position * frequency)  # even dimensions
+        encoding[:, 1::2] = torch.cos(position * frequency)  # odd dimensions, same frequency
+        self.register_buffer("encoding", encoding)  # moves with .to(), saved, never trained
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: (batch, len, embed_dim)
+        length, limit = x.size(1), self.encoding.size(0)
+        if length > limit:
+            raise ValueError(
+                f"a sequence of {length} tokens is longer than max_seq_len={limit}: shorten "
+                f"it, or build the model with Transformer(..., max_seq_len={length}) or more"
+            )
+        return x + self.encoding[:length]  # (batch, len, embed_dim)
+
+
+class FeedForward(nn.Module):  # New: the whole class
+    """The same two-layer ReLU network at every position: where each token is transformed."""
+
+    def __init__(self, embed_dim: int, ff_dim: int, dropout: float = 0.0):
+        super().__init__()
+        self.linear1 = nn.Linear(embed_dim, ff_dim)
+        self.linear2 = nn.Linear(ff_dim, embed_dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: (batch, len, embed_dim); no position ever sees another here
+        hidden = self.dropout(torch.relu(self.linear1(x)))  # (batch, len, ff_dim)
+        return self.linear2(hidden)  # (batch, len, embed_dim)
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention, then feed-forward, each wrapped in Add & Norm."""
+
+    def __init__(self, embed_dim: int, ff_dim: int, dropout: float = 0.0):
+        super().__init__()
+        self.self_attn = Attention(embed_dim, dropout)
+        self.feed_forward = FeedForward(embed_dim, ff_dim, dropout)  # New:
+        self.norm1 = nn.LayerNorm(embed_dim)  # New:
+        self.norm2 = nn.LayerNorm(embed_dim)  # New:
+        self.dropout = nn.Dropout(dropout)  # New: on each sublayer's output
+
+    def forward(self, x: torch.Tensor, src_padding: torch.Tensor) -> torch.Tensor:
+        # x: (batch, src_len, embed_dim); each line is LayerNorm(x + Dropout(sublayer(x)))
+        x = self.norm1(x + self.dropout(self.self_attn(x, x, key_padding_mask=src_padding)))
+        return self.norm2(x + self.dropout(self.feed_forward(x)))  # New: Add & Norm
+
+
+class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention, feed-forward, each wrapped in Add & Norm."""
+
+    def __init__(self, embed_dim: int, ff_dim: int, dropout: float = 0.0):
+        super().__init__()
+        self.self_attn = Attention(embed_dim, dropout)
+        self.cross_attn = Attention(embed_dim, dropout)
+        self.feed_forward = FeedForward(embed_dim, ff_dim, dropout)  # New:
+        self.norm1 = nn.LayerNorm(embed_dim)  # New:
+        self.norm2 = nn.LayerNorm(embed_dim)  # New:
+        self.norm3 = nn.LayerNorm(embed_dim)  # New:
+        self.dropout = nn.Dropout(dropout)  # New: on each sublayer's output
+
+    def forward(
+        self, y: torch.Tensor, memory: torch.Tensor, src_padding: torch.Tensor,
+        future: torch.Tensor,
+    ) -> torch.Tensor:
+        # y: (batch, tgt_len, embed_dim), memory: (batch, src_len, embed_dim)
+        y = self.norm1(y + self.dropout(self.self_attn(y, y, attn_mask=future)))
+        y = self.norm2(y + self.dropout(
+            self.cross_attn(y, memory, key_padding_mask=src_padding)))
+        return self.norm3(y + self.dropout(self.feed_forward(y)))  # New: Add & Norm
+
+
+def causal_mask(length: int, device: torch.device) -> torch.Tensor:
+    """True above the diagonal: position i may look at positions 0..i, never ahead."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).triu(diagonal=1)
+
+
+class Transformer(nn.Module):
+    """The smallest encoder-decoder built on attention alone."""
+
+    accepts_batches = True
+
+    def __init__(
+        self, src_vocab_size: int, tgt_vocab_size: int, embed_dim: int = 64,
+        num_encoder_layers: int = 2,
+        num_decoder_layers: int = 2,
+        ff_dim: int = 256,  # New: d_ff, the feed-forward hidden width
+        dropout: float = 0.0,  # New:
+        max_seq_len: int = 256,
+    ):
+        super().__init__()
+        self.src_embed = nn.Embedding(src_vocab_size, embed_dim)
+        self.tgt_embed = nn.Embedding(tgt_vocab_size, embed_dim)
+        self.positions = PositionalEncoding(embed_dim, max_seq_len)
+        self.dropout = nn.Dropout(dropout)  # New: on embeddings + positions, as in the paper
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(embed_dim, ff_dim, dropout) for _ in range(num_encoder_layers))
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(embed_dim, ff_dim, dropout) for _ in range(num_decoder_layers))
+        self.out_proj = nn.Linear(embed_dim, tgt_vocab_size)
+
+    def encode(self, src: torch.Tensor, src_padding: torch.Tensor) -> torch.Tensor:
+        x = self.dropout(self.positions(self.src_embed(src)))  # (batch, src_len, embed_dim)
+        for layer in self.encoder_layers:
+            x = layer(x, src_padding)  # (batch, src_len, embed_dim)
+        return x
+
+    def decode(
+        self, tgt: torch.Tensor, memory: torch.Tensor, src_padding: torch.Tensor
+    ) -> torch.Tensor:
+        # tgt: (batch, tgt_len), memory: (batch, src_len, embed_dim), the encoder output
+        y = self.dropout(self.positions(self.tgt_embed(tgt)))  # (batch, tgt_len, embed_dim)
+        # No target padding mask is needed: padding sits on the right, after every real
+        # token, so the causal mask already hides it from every real position.
+        future = causal_mask(tgt.size(1), tgt.device)  # (tgt_len, tgt_len)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, src_padding, future)  # (batch, tgt_len, embed_dim)
+        return self.out_proj(y)  # (batch, tgt_len, tgt_vocab_size)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        # src: (batch, src_len), tgt: (batch, tgt_len) token ids, right-padded with <pad>
+        check_token_ids(src, "src", dims=2, vocab_size=self.src_embed.num_embeddings)
+        check_token_ids(tgt, "tgt", dims=2, vocab_size=self.tgt_embed.num_embeddings)
+        src_padding = src == PAD_ID  # (batch, src_len), True at <pad>
+        memory = self.encode(src, src_padding)  # (batch, src_len, embed_dim)
+        return self.decode(tgt, memory, src_padding)  # (batch, tgt_len, tgt_vocab_size) logits

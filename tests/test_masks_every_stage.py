@@ -1,0 +1,114 @@
+"""The masking properties, checked on every stage that masks (03 to 07).
+
+Each stage module is a complete copy of the one before, so a mask bug can be introduced in
+any of them; these tests run the same checks on all of them (design §5).
+"""
+
+import importlib
+
+import pytest
+import torch
+
+from toolkit.stage_api import attention_maps
+from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+
+MODULES = ["stage03_masking", "stage04_positional_encoding", "stage05_stacking",
+           "stage06_ffn_layernorm", "stage07_multi_head"]
+SIZES = {"stage05_stacking": {"num_encoder_layers": 2, "num_decoder_layers": 2},
+         "stage06_ffn_layernorm": {"ff_dim": 40},
+         "stage07_multi_head": {"num_heads": 4, "ff_dim": 40}}
+SRC_VOCAB, TGT_VOCAB = 20, 30
+# Two sentences of unequal length with real padding; src_len != tgt_len.
+SRC = torch.tensor([[4, 9, 7, 12, 5, EOS_ID], [6, 8, EOS_ID, PAD_ID, PAD_ID, PAD_ID]])
+TGT = torch.tensor([[BOS_ID, 8, 11, 6, 7], [BOS_ID, 9, 12, PAD_ID, PAD_ID]])
+
+
+@pytest.fixture(params=MODULES)
+def stage(request):
+    return importlib.import_module(f"stages.{request.param}")
+
+
+def make_model(stage, dtype=torch.float32):
+    torch.manual_seed(0)
+    extra = SIZES.get(stage.__name__.split(".")[-1], {})
+    return stage.Transformer(SRC_VOCAB, TGT_VOCAB, embed_dim=16, **extra).to(dtype).eval()
+
+
+def logits(model, src=SRC, tgt=TGT):
+    with torch.no_grad():
+        return model(src, tgt)
+
+
+def test_more_source_padding_changes_no_real_output(stage):
+    """Encoder self-attention and cross-attention must both hide <pad> keys (bugs 1, 2)."""
+    model = make_model(stage)
+    more = torch.cat([SRC, torch.full((2, 4), PAD_ID)], dim=1)
+    assert torch.allclose(logits(model, more), logits(model), atol=1e-5)
+
+
+def test_the_pad_id_and_embedding_do_not_matter(stage, monkeypatch):
+    model = make_model(stage)
+    before = logits(model)
+    with torch.no_grad():
+        model.src_embed.weight[PAD_ID] = 50.0
+    monkeypatch.setattr(stage, "PAD_ID", 13)
+    src = SRC.masked_fill(SRC == PAD_ID, 13)
+    assert torch.allclose(logits(model, src), before, atol=1e-5)
+
+
+@pytest.mark.parametrize("t", range(1, TGT.size(1)))
+def test_a_target_token_changes_its_own_position_and_later_ones_only(stage, t):
+    """Catches an inverted causal mask and one that also hides the diagonal (bug 4)."""
+    model = make_model(stage)
+    changed = TGT.clone()
+    changed[:, t] = 17
+    before, after = logits(model), logits(model, tgt=changed)
+    assert torch.allclose(after[:, :t], before[:, :t], atol=1e-6)
+    assert not torch.allclose(after[:, t], before[:, t], atol=1e-4)
+
+
+def test_padded_keys_get_exactly_zero_weight_in_every_attention(stage):
+    model = make_model(stage)
+    logits(model)
+    padded = SRC == PAD_ID  # (batch, src_len)
+    for name, weights in attention_maps(model).items():
+        if name.startswith("encoder") or "cross" in name:
+            columns = weights.reshape(2, -1, weights.size(-1))[:, :, 3:]  # keys 3.. of both
+            assert torch.all(columns[1] == 0), name  # sentence 2: those keys are <pad>
+            assert torch.all(columns[0] > 0), name  # sentence 1: real keys stay visible
+    assert padded[1, 3:].all()
+
+
+def test_masks_are_combined_first_and_filled_once_per_attention(stage, monkeypatch):
+    model = make_model(stage)
+    calls = []
+    original = torch.Tensor.masked_fill
+    monkeypatch.setattr(torch.Tensor, "masked_fill",
+                        lambda self, *args: calls.append(1) or original(self, *args))
+    logits(model)
+    assert len(calls) == len(attention_maps(model))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_an_all_padding_sentence_gives_no_nan_or_inf(stage, dtype):
+    """A fully hidden row averages the values; it must never be NaN (bug 15)."""
+    model = make_model(stage, dtype).train()
+    src = torch.tensor([[PAD_ID] * 4, [4, 5, 6, EOS_ID]])
+    tgt = torch.tensor([[BOS_ID, PAD_ID, PAD_ID], [BOS_ID, 8, EOS_ID]])
+    out = model(src, tgt)
+    assert torch.isfinite(out).all()
+    out.float().sum().backward()
+    for name, parameter in model.named_parameters():
+        assert parameter.grad is None or torch.isfinite(parameter.grad).all(), name
+
+
+def test_translations_do_not_depend_on_the_batch(stage):
+    from toolkit.decoding import translate
+    from toolkit.vocab import Vocab
+
+    src_vocab = Vocab(f"w{i}" for i in range(SRC_VOCAB - 4))
+    tgt_vocab = Vocab(f"v{i}" for i in range(TGT_VOCAB - 4))
+    sentences = ["w1 w2", "w3 w4 w5 w6 w7 w8 w9 w10", "w11", "w5 w5 w5"]
+    model = make_model(stage)
+    together = translate(model, sentences, src_vocab, tgt_vocab, batch_size=4)
+    assert together == translate(model, sentences, src_vocab, tgt_vocab, batch_size=1)

@@ -1,0 +1,141 @@
+"""Stage 07: multi-head attention, equal to torch.nn.MultiheadAttention and nn.Transformer."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from stages import stage07_multi_head as stage
+from toolkit.from_torch_nn import copy_attention, load_nn_transformer
+from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+
+# embed_dim != head_dim, at least 2 heads and 2 layers, unequal lengths, real padding.
+EMBED_DIM, NUM_HEADS, FF_DIM, LAYERS = 16, 4, 40, 2
+HEAD_DIM = EMBED_DIM // NUM_HEADS
+SRC = torch.tensor([[4, 9, 7, 12, 5, EOS_ID], [6, 8, EOS_ID, PAD_ID, PAD_ID, PAD_ID]])
+TGT = torch.tensor([[BOS_ID, 8, 11, 6, 7], [BOS_ID, 9, 12, PAD_ID, PAD_ID]])
+PADDING = SRC == PAD_ID  # (batch, src_len)
+FUTURE = torch.ones(5, 5, dtype=torch.bool).triu(1)  # (tgt_len, tgt_len)
+TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-12}
+
+
+def make_attention(dtype=torch.float32) -> stage.MultiHeadAttention:
+    torch.manual_seed(0)
+    return stage.MultiHeadAttention(EMBED_DIM, NUM_HEADS).to(dtype).eval()
+
+
+def test_heads_equal_separate_attentions_on_slices_then_concatenated():
+    """Catches a head split with view but no transpose, and Q/K/V shared across heads."""
+    attention = make_attention()
+    x, memory = torch.randn(2, 5, EMBED_DIM), torch.randn(2, 6, EMBED_DIM)
+    with torch.no_grad():
+        q, k, v = attention.q_proj(x), attention.k_proj(memory), attention.v_proj(memory)
+        heads = []
+        for h in range(NUM_HEADS):
+            part = slice(h * HEAD_DIM, (h + 1) * HEAD_DIM)
+            scores = q[..., part] @ k[..., part].transpose(-2, -1) / math.sqrt(HEAD_DIM)
+            heads.append(scores.softmax(dim=-1) @ v[..., part])  # (batch, q_len, head_dim)
+        expected = attention.out_proj(torch.cat(heads, dim=-1))
+        assert torch.allclose(attention(x, memory), expected, atol=1e-6)
+    assert attention.q_proj.weight.shape == (EMBED_DIM, EMBED_DIM)
+
+
+def test_scores_are_scaled_by_one_over_sqrt_head_dim():
+    attention = make_attention()
+    x = torch.randn(1, 3, EMBED_DIM)
+    with torch.no_grad():
+        attention(x, x)
+        q = attention.split_heads(attention.q_proj(x))
+        k = attention.split_heads(attention.k_proj(x))
+        raw = q @ k.transpose(-2, -1)  # (1, heads, 3, 3)
+    assert torch.allclose(attention.attention, (raw / math.sqrt(HEAD_DIM)).softmax(-1))
+    assert not torch.allclose(attention.attention, (raw / math.sqrt(EMBED_DIM)).softmax(-1))
+
+
+def test_indivisible_embed_dim_is_refused_naming_both_numbers():
+    with pytest.raises(ValueError, match=r"embed_dim=10.*num_heads=4"):
+        stage.MultiHeadAttention(10, 4)
+
+
+def nn_attention(dtype) -> nn.MultiheadAttention:
+    torch.manual_seed(1)
+    return nn.MultiheadAttention(EMBED_DIM, NUM_HEADS, batch_first=True).to(dtype).eval()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_self_attention_equals_nn_multihead_attention(dtype):
+    theirs, ours = nn_attention(dtype), make_attention(dtype)
+    copy_attention(ours, theirs)
+    x = torch.randn(2, 6, EMBED_DIM, dtype=dtype)
+    future = torch.ones(6, 6, dtype=torch.bool).triu(1)
+    with torch.no_grad():
+        for kwargs in ({"key_padding_mask": PADDING}, {"attn_mask": future}):
+            expected, _ = theirs(x, x, x, need_weights=False, **kwargs)
+            assert (ours(x, x, **kwargs) - expected).abs().max() <= TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cross_attention_equals_nn_multihead_attention(dtype):
+    theirs, ours = nn_attention(dtype), make_attention(dtype)
+    copy_attention(ours, theirs)
+    y, memory = torch.randn(2, 5, EMBED_DIM, dtype=dtype), torch.randn(2, 6, EMBED_DIM, dtype=dtype)
+    with torch.no_grad():
+        expected, _ = theirs(y, memory, memory, key_padding_mask=PADDING, need_weights=False)
+        assert (ours(y, memory, key_padding_mask=PADDING) - expected).abs().max() <= TOLERANCE[
+            dtype]
+
+
+def make_pair(dtype):
+    """A stage-07 model and an nn.Transformer with the same weights.
+
+    nn.Transformer adds a LayerNorm after each whole stack, which the paper's post-LN model
+    does not have: we replace those two norms with nn.Identity on the PyTorch side.
+    """
+    torch.manual_seed(0)
+    ours = stage.Transformer(20, 30, embed_dim=EMBED_DIM, num_heads=NUM_HEADS,
+                             num_encoder_layers=LAYERS, num_decoder_layers=LAYERS,
+                             ff_dim=FF_DIM, dropout=0.0).to(dtype)
+    theirs = nn.Transformer(EMBED_DIM, NUM_HEADS, LAYERS, LAYERS, FF_DIM, dropout=0.0,
+                            batch_first=True).to(dtype)
+    theirs.encoder.norm, theirs.decoder.norm = nn.Identity(), nn.Identity()
+    load_nn_transformer(ours, theirs)
+    return ours, theirs
+
+
+def reference_logits(ours, theirs, src, tgt):
+    """Our embeddings, positions and output layer around nn.Transformer's layers."""
+    padding = src == PAD_ID
+    future = torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool).triu(1)
+    x = ours.positions(ours.src_embed(src))
+    y = ours.positions(ours.tgt_embed(tgt))
+    out = theirs(x, y, src_key_padding_mask=padding, tgt_mask=future,
+                 memory_key_padding_mask=padding)
+    return ours.out_proj(out)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_the_whole_model_equals_nn_transformer(dtype, mode):
+    ours, theirs = make_pair(dtype)
+    ours.train(mode == "train")
+    theirs.train(mode == "train")
+    with torch.no_grad():
+        got, expected = ours(SRC, TGT), reference_logits(ours, theirs, SRC, TGT)
+    real = TGT != PAD_ID  # compare the positions whose outputs are used
+    assert (got[real] - expected[real]).abs().max() <= TOLERANCE[dtype]
+
+
+def test_padding_and_the_future_stay_hidden_in_every_head():
+    ours, _ = make_pair(torch.float32)
+    ours.eval()
+    more = torch.cat([SRC, torch.full((2, 3), PAD_ID)], dim=1)
+    changed = TGT.clone()
+    changed[:, 3] = 17
+    with torch.no_grad():
+        assert torch.allclose(ours(more, TGT), ours(SRC, TGT), atol=1e-5)
+        assert torch.allclose(ours(SRC, changed)[:, :3], ours(SRC, TGT)[:, :3], atol=1e-6)
+        ours(SRC, TGT)
+    weights = ours.encoder_layers[0].self_attn.attention  # (batch, heads, src_len, src_len)
+    assert weights.shape == (2, NUM_HEADS, 6, 6)
+    assert torch.all(weights[1, :, :, 3:] == 0)
