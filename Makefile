@@ -15,7 +15,7 @@ NOTEBOOK_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1
 NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 
-.PHONY: help setup test unit notebooks site lab data ladder diff clean
+.PHONY: help setup test unit notebooks site lab data ladder bench diff clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
@@ -23,6 +23,7 @@ help:
 	@echo "make lab     open the notebooks in JupyterLab"
 	@echo "make data    regenerate the built-in corpus in assets/data/"
 	@echo "make ladder  retrain every stage on the shared budget; writes assets/ladder.json"
+	@echo "make bench   time stage 07 against torch.nn.Transformer (benchmarks/results.json)"
 	@echo "make diff A=03 B=04   print what stage B changes in stage A"
 	@echo "make clean   remove build/, site/ and the virtualenv"
 
@@ -63,6 +64,9 @@ data: $(INSTALLED)
 
 ladder: $(INSTALLED)
 	$(NOTEBOOK_ENV) $(BIN)/python -m toolkit.ladder
+
+bench: $(INSTALLED)
+	$(BIN)/python benchmarks/bench.py
 
 A ?= 01
 B ?= 02

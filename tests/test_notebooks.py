@@ -17,10 +17,11 @@ def code_cells(path: Path) -> list[dict]:
 
 def test_the_course_has_its_notebooks():
     names = [path.name for path in NOTEBOOKS]
-    assert names[:8] == ["00_data_and_tokens.ipynb", "01_naive_attention.ipynb",
+    assert names[:9] == ["00_data_and_tokens.ipynb", "01_naive_attention.ipynb",
                          "02_batching.ipynb", "03_masking.ipynb",
                          "04_positional_encoding.ipynb", "05_stacking.ipynb",
-                         "06_ffn_layernorm.ipynb", "07_multi_head.ipynb"]
+                         "06_ffn_layernorm.ipynb", "07_multi_head.ipynb",
+                         "08_from_scratch_to_torch_nn.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)

@@ -139,3 +139,15 @@ def test_padding_and_the_future_stay_hidden_in_every_head():
     weights = ours.encoder_layers[0].self_attn.attention  # (batch, heads, src_len, src_len)
     assert weights.shape == (2, NUM_HEADS, 6, 6)
     assert torch.all(weights[1, :, :, 3:] == 0)
+
+
+def test_the_torch_nn_translator_computes_our_logits():
+    from toolkit.from_torch_nn import TorchNNTranslator
+
+    ours, _ = make_pair(torch.float64)
+    translator = TorchNNTranslator(ours, NUM_HEADS, FF_DIM).to(torch.float64)
+    load_nn_transformer(ours, translator.transformer)
+    with torch.no_grad():
+        got, expected = ours.eval()(SRC, TGT), translator.eval()(SRC, TGT)
+    real = TGT != PAD_ID
+    assert (got[real] - expected[real]).abs().max() <= TOLERANCE[torch.float64]

@@ -36,11 +36,11 @@ def greedy_decode(
         if finished.all():
             break
     model.train(was_training)
-    return [_until_eos(row[1:].tolist()) for row in ys]
+    return [until_eos(row[1:].tolist()) for row in ys]
 
 
-def _until_eos(ids: list[int]) -> list[int]:
-    """Keep the generated ids before <eos> (and no padding after it)."""
+def until_eos(ids: list[int]) -> list[int]:
+    """Keep the generated ids before <eos>; a sentence cut by its limit has no <eos> or pad."""
     return ids[: ids.index(EOS_ID)] if EOS_ID in ids else [i for i in ids if i != PAD_ID]
 
 

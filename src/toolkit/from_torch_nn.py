@@ -8,6 +8,8 @@ maps one to one. `WEIGHT_MAP` spells the correspondence out for one layer.
 import torch
 from torch import nn
 
+from toolkit.vocab import PAD_ID
+
 WEIGHT_MAP = {  # stage-07 parameter (one layer) -> torch.nn.Transformer parameter
     "self_attn.q_proj": "self_attn.in_proj_weight[0:d], in_proj_bias[0:d]",
     "self_attn.k_proj": "self_attn.in_proj_weight[d:2d], in_proj_bias[d:2d]",
@@ -70,3 +72,41 @@ def load_nn_transformer(model: nn.Module, reference: nn.Transformer) -> None:
         copy_encoder_layer(ours, theirs)
     for ours, theirs in zip(model.decoder_layers, reference.decoder.layers, strict=True):
         copy_decoder_layer(ours, theirs)
+
+
+class TorchNNTranslator(nn.Module):
+    """A stage-07 model's embeddings, positions and output layer around nn.Transformer.
+
+    With `load_nn_transformer(model, translator.transformer)` both compute the same logits;
+    the benchmark and notebook 08 use it as PyTorch's own version of our model.
+    """
+
+    accepts_batches = True
+
+    def __init__(self, model: nn.Module, num_heads: int, ff_dim: int):
+        super().__init__()
+        embed_dim = model.src_embed.embedding_dim
+        self.src_embed, self.tgt_embed = model.src_embed, model.tgt_embed
+        self.positions, self.out_proj = model.positions, model.out_proj
+        self.transformer = nn.Transformer(
+            embed_dim, num_heads, len(model.encoder_layers), len(model.decoder_layers), ff_dim,
+            dropout=0.0, batch_first=True)
+        # nn.Transformer normalises each whole stack once more; the paper's model does not.
+        self.transformer.encoder.norm = nn.Identity()
+        self.transformer.decoder.norm = nn.Identity()
+
+    def encode(self, src: torch.Tensor, src_padding: torch.Tensor) -> torch.Tensor:
+        x = self.positions(self.src_embed(src))  # (batch, src_len, embed_dim)
+        return self.transformer.encoder(x, src_key_padding_mask=src_padding)
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor,
+               src_padding: torch.Tensor) -> torch.Tensor:
+        y = self.positions(self.tgt_embed(tgt))  # (batch, tgt_len, embed_dim)
+        future = torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool, device=tgt.device)
+        y = self.transformer.decoder(y, memory, tgt_mask=future.triu(1),
+                                     memory_key_padding_mask=src_padding)
+        return self.out_proj(y)  # (batch, tgt_len, tgt_vocab_size)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        src_padding = src == PAD_ID  # (batch, src_len)
+        return self.decode(tgt, self.encode(src, src_padding), src_padding)

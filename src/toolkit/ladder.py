@@ -118,7 +118,10 @@ def load_ladder(path: Path = LADDER_PATH) -> dict[int, Rung]:
     """The committed rungs, by stage number; empty until `make ladder` has run."""
     if not path.exists():
         return {}
-    return {entry["stage"]: Rung(**entry) for entry in json.loads(path.read_text())["rungs"]}
+    try:
+        return {entry["stage"]: Rung(**entry) for entry in json.loads(path.read_text())["rungs"]}
+    except TypeError as error:
+        raise ValueError(f"{path} has an older format ({error}): run `make ladder`") from error
 
 
 def stale_stages(ladder: dict[int, Rung]) -> list[int]:
@@ -147,7 +150,7 @@ def main(numbers: list[int]) -> None:
     """Recompute the given stages (all by default) and merge them into the committed file."""
     torch.set_num_threads(1)
     data, device = load_data(), pick_device()
-    ladder = load_ladder()
+    ladder = load_ladder() if numbers else {}  # recomputing everything needs no old file
     for number in numbers or [s.number for s in STAGES if s.number in RECIPES]:
         ladder[number] = climb(number, data, device)
         print(f"stage {number:02d}: exact match {ladder[number].exact_match:.1f}%, "

@@ -1,0 +1,6 @@
+"""Where the project's committed artefacts live, for code that runs from anywhere."""
+
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+BENCHMARK_RESULTS = PROJECT_ROOT / "benchmarks" / "results.json"  # written by `make bench`
