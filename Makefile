@@ -9,13 +9,14 @@ INSTALLED := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 SOURCES := $(shell find src -name '*.py') $(wildcard assets/data/*.jsonl)
 EXECUTED := build/notebooks/.executed
+MATHJAX := build/mathjax/node_modules/mathjax/es5/tex-chtml.js
 
 # One thread per process, two processes: steadier and faster on small CPUs (design §4).
 NOTEBOOK_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1
 NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 
-.PHONY: help setup test unit notebooks site lab data ladder bench diff clean
+.PHONY: help setup test unit notebooks site site-tests lab data ladder bench diff clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
@@ -35,11 +36,12 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
-test: unit notebooks
+test: unit notebooks site-tests
 
 unit: $(INSTALLED)
 	$(BIN)/ruff check .
-	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider --timeout=600
+	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider --timeout=600 \
+		--ignore=tests/site
 
 # Execute copies, never the committed sources: --overwrite writes outputs into build/.
 notebooks: $(INSTALLED)
@@ -51,10 +53,17 @@ notebooks: $(INSTALLED)
 $(EXECUTED): $(NOTEBOOKS) $(SOURCES) | $(INSTALLED)
 	$(MAKE) notebooks
 
-site: $(EXECUTED)
-	rm -rf site && mkdir -p site
-	$(BIN)/jupyter nbconvert --to html --output-dir site build/notebooks/*.ipynb
-	@echo "Open site/$$(ls site | head -1) in a browser."
+# MathJax 3 for the offline site: installed from npm at build time, never committed.
+$(MATHJAX):
+	mkdir -p build/mathjax
+	cd build/mathjax && npm install --silent --no-audit --no-fund --no-save mathjax@3.2.2
+
+site: $(EXECUTED) $(MATHJAX)
+	$(BIN)/python -m toolkit.website
+
+# The site's own tests: offline resources, links, and a real browser when there is one.
+site-tests: site
+	REQUIRE_SITE=1 $(BIN)/pytest tests/site -p no:cacheprovider --timeout=600
 
 lab: $(INSTALLED)
 	$(BIN)/jupyter lab notebooks

@@ -80,7 +80,7 @@ class StageDiff:
     def html(self, context: bool = True) -> str:
         """Side by side, line numbers, changed words highlighted; only changes plus context."""
         old, new = self._lines()
-        table = difflib.HtmlDiff(tabsize=4, wrapcolumn=88).make_table(
+        table = difflib.HtmlDiff(tabsize=4, wrapcolumn=72).make_table(
             old, new, module_path(self.old).name, module_path(self.new).name,
             context=context, numlines=3)
         table = table.replace('class="diff"', 'class="diff stagediff"', 1)
