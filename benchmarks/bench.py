@@ -3,9 +3,10 @@
 For each configuration it times, interleaved round by round after a warm-up:
 - one training step (forward, cross-entropy, backward, Adam) for stage 07, stage 07 with a
   fused SDPA core, and nn.Transformer with the same embeddings and output layer;
-- greedy decoding of up to 20 tokens: stage 07 rerunning the whole model every step,
-  stage 07 with a KV cache, and nn.Transformer encoding once and rerunning its decoder on
-  the growing prefix.
+- greedy decoding of 20 tokens: stage 07 rerunning the whole model every step (with its
+  own core, and with SDPA), stage 07 with a KV cache, and nn.Transformer encoding once and
+  rerunning its decoder on the growing prefix. Decoding uses freshly built models with
+  identical weights, checked to produce the same tokens before anything is timed.
 It prints medians and the median of the paired ratios (each round's time divided by the
 same round's nn.Transformer time), and writes benchmarks/results.json.
 
@@ -92,13 +93,23 @@ def nn_greedy_decode(model: TorchNNTranslator, src: torch.Tensor, steps: int) ->
 
 
 def decoding_tasks(models: dict, src: torch.Tensor) -> dict[str, Callable[[], object]]:
+    """The four decoders, after checking that they all write the same tokens."""
     limit = torch.full((src.size(0),), DECODE_TOKENS)
-    ours, reference = models["stage 07"], models["nn.Transformer"]
-    return {
+    ours, fused, reference = models["stage 07"], models["stage 07 + SDPA"], models[
+        "nn.Transformer"]
+    tasks = {
         "stage 07": lambda: greedy_decode(ours, src, limit),
+        "stage 07 + SDPA": lambda: greedy_decode(fused, src, limit),
         "stage 07 + KV cache": lambda: cached_greedy_decode(ours, src, limit),
         "nn.Transformer": lambda: nn_greedy_decode(reference, src, DECODE_TOKENS),
     }
+    expected = nn_greedy_decode(reference, src, DECODE_TOKENS)[:, 1:].tolist()
+    for name in ("stage 07", "stage 07 + SDPA", "stage 07 + KV cache"):
+        for row, tokens in zip(expected, tasks[name](), strict=True):
+            if row[: len(tokens)] != tokens or (len(tokens) < DECODE_TOKENS
+                                                 and row[len(tokens)] != EOS_ID):
+                raise RuntimeError(f"{name} does not decode the same tokens as nn.Transformer")
+    return tasks
 
 
 def timed(function: Callable[[], object]) -> float:
@@ -127,11 +138,11 @@ def run(rounds: int, warmup: int) -> list[dict]:
     results = []
     for config in CONFIGS:
         for length in LENGTHS:
-            models = build(config)
             src, tgt = batch(length)
+            models = build(config)
             train = {name: training_step(model, torch.optim.Adam(model.parameters()), src, tgt)
                      for name, model in models.items()}
-            decode = decoding_tasks(models, src)
+            decode = decoding_tasks(build(config), src)  # fresh: training moved the weights
             for task, tasks in (("training step", train), ("greedy decode", decode)):
                 for name, numbers in measure(tasks, rounds, warmup).items():
                     results.append({**config, "length": length, "task": task, "model": name,

@@ -58,3 +58,9 @@ def test_the_benchmark_baseline_decodes_the_same_tokens():
     ours = greedy_decode(models["stage 07"], src, max_len=6)
     baseline = bench.nn_greedy_decode(models["nn.Transformer"], src, steps=6)[:, 1:].tolist()
     assert [row[: len(mine)] for row, mine in zip(baseline, ours, strict=True)] == ours
+
+
+def test_the_cached_decoder_refuses_lengths_beyond_the_positional_encoding():
+    model = stage.Transformer(20, 30, embed_dim=16, num_heads=4, ff_dim=40, max_seq_len=8)
+    with pytest.raises(ValueError, match="max_seq_len=8"):
+        cached_greedy_decode(model, SRC, max_len=9)

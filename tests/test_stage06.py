@@ -17,15 +17,22 @@ TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-12}
 
 
 def reference(layer_class, dtype):
+    """Every parameter random, LayerNorm gains and biases included: default ones (1 and 0)
+    would hide a swapped norm or bias."""
     torch.manual_seed(0)
-    return layer_class(EMBED_DIM, nhead=1, dim_feedforward=FF_DIM, dropout=0.0,
-                       activation="relu", batch_first=True, norm_first=False).to(dtype).eval()
+    layer = layer_class(EMBED_DIM, nhead=1, dim_feedforward=FF_DIM, dropout=0.0,
+                        activation="relu", batch_first=True, norm_first=False)
+    with torch.no_grad():
+        for parameter in layer.parameters():
+            parameter.normal_(0.0, 0.3)
+    return layer.to(dtype).eval()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_encoder_layer_equals_nn_transformer_encoder_layer(dtype):
-    """nn.* always divides scores by sqrt(head_dim) and stage 06 does not scale yet, so we
-    copy W_q and b_q divided by sqrt(embed_dim): the same as scaling nn's by sqrt(embed_dim)."""
+    """nn.* divides scores by sqrt(head_dim) = sqrt(embed_dim) with one head; stage 06 does
+    not scale yet. So we copy nn's W_q and b_q into ours divided by sqrt(embed_dim), which
+    gives the same scores (the issue's wording: nn's W_q is ours times sqrt(embed_dim))."""
     theirs = reference(nn.TransformerEncoderLayer, dtype)
     ours = stage.EncoderLayer(EMBED_DIM, FF_DIM).to(dtype).eval()
     copy_encoder_layer(ours, theirs, query_scale=1 / math.sqrt(EMBED_DIM))

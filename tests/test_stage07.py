@@ -58,9 +58,19 @@ def test_indivisible_embed_dim_is_refused_naming_both_numbers():
         stage.MultiHeadAttention(10, 4)
 
 
+def randomise(module: nn.Module) -> nn.Module:
+    """nn.* starts biases at 0 and LayerNorm at (1, 0), which would hide a swapped bias or
+    norm; random values make every copied number count."""
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.normal_(0.0, 0.3)
+    return module
+
+
 def nn_attention(dtype) -> nn.MultiheadAttention:
     torch.manual_seed(1)
-    return nn.MultiheadAttention(EMBED_DIM, NUM_HEADS, batch_first=True).to(dtype).eval()
+    return randomise(nn.MultiheadAttention(EMBED_DIM, NUM_HEADS, batch_first=True)).to(
+        dtype).eval()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -99,7 +109,7 @@ def make_pair(dtype):
     theirs = nn.Transformer(EMBED_DIM, NUM_HEADS, LAYERS, LAYERS, FF_DIM, dropout=0.0,
                             batch_first=True).to(dtype)
     theirs.encoder.norm, theirs.decoder.norm = nn.Identity(), nn.Identity()
-    load_nn_transformer(ours, theirs)
+    load_nn_transformer(ours, randomise(theirs))
     return ours, theirs
 
 

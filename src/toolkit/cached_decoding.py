@@ -34,6 +34,10 @@ def cached_greedy_decode(
     model.eval()
     batch_size = src.size(0)
     limits = torch.as_tensor(max_len, device=src.device).expand(batch_size)  # (batch,)
+    if int(limits.max()) > model.positions.encoding.size(0):
+        raise ValueError(
+            f"cannot decode {int(limits.max())} tokens: the model's positional encoding "
+            f"covers max_seq_len={model.positions.encoding.size(0)}")
     src_padding = src == PAD_ID  # (batch, src_len)
     memory = model.encode(src, src_padding)  # (batch, src_len, embed_dim), once
     hidden_keys = src_padding[:, None, None, :]  # (batch, 1, 1, src_len)

@@ -5,6 +5,8 @@ nn.MultiheadAttention keeps W_q, W_k and W_v stacked in one `in_proj_weight` of 
 maps one to one. `WEIGHT_MAP` spells the correspondence out for one layer.
 """
 
+from copy import deepcopy
+
 import torch
 from torch import nn
 
@@ -86,8 +88,9 @@ class TorchNNTranslator(nn.Module):
     def __init__(self, model: nn.Module, num_heads: int, ff_dim: int):
         super().__init__()
         embed_dim = model.src_embed.embedding_dim
-        self.src_embed, self.tgt_embed = model.src_embed, model.tgt_embed
-        self.positions, self.out_proj = model.positions, model.out_proj
+        # Copies, not shared modules: training one model must never move the other.
+        self.src_embed, self.tgt_embed = deepcopy(model.src_embed), deepcopy(model.tgt_embed)
+        self.positions, self.out_proj = deepcopy(model.positions), deepcopy(model.out_proj)
         self.transformer = nn.Transformer(
             embed_dim, num_heads, len(model.encoder_layers), len(model.decoder_layers), ff_dim,
             dropout=0.0, batch_first=True)
