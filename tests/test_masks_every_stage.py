@@ -69,14 +69,12 @@ def test_a_target_token_changes_its_own_position_and_later_ones_only(stage, t):
 
 def test_padded_keys_get_exactly_zero_weight_in_every_attention(stage):
     model = make_model(stage)
-    logits(model)
-    padded = SRC == PAD_ID  # (batch, src_len)
+    logits(model)  # sentence 2 is <pad> from key 3 on; sentence 1 is real there
     for name, weights in attention_maps(model).items():
         if name.startswith("encoder") or "cross" in name:
             columns = weights.reshape(2, -1, weights.size(-1))[:, :, 3:]  # keys 3.. of both
             assert torch.all(columns[1] == 0), name  # sentence 2: those keys are <pad>
             assert torch.all(columns[0] > 0), name  # sentence 1: real keys stay visible
-    assert padded[1, 3:].all()
 
 
 def test_masks_are_combined_first_and_filled_once_per_attention(stage, monkeypatch):

@@ -12,8 +12,8 @@ import math
 import torch
 from torch import nn
 
-from toolkit.decoding import until_eos
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.decoding import greedy_loop
+from toolkit.vocab import PAD_ID
 
 
 def _attend(attention: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -32,8 +32,7 @@ def cached_greedy_decode(
     """Same contract as `toolkit.decoding.greedy_decode`, for stage-07 models."""
     was_training = model.training
     model.eval()
-    batch_size = src.size(0)
-    limits = torch.as_tensor(max_len, device=src.device).expand(batch_size)  # (batch,)
+    limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
     if int(limits.max()) > model.positions.encoding.size(0):
         raise ValueError(
             f"cannot decode {int(limits.max())} tokens: the model's positional encoding "
@@ -45,9 +44,9 @@ def cached_greedy_decode(
               layer.cross_attn.split_heads(layer.cross_attn.v_proj(memory)))
              for layer in model.decoder_layers]  # per layer: (batch, heads, src_len, head_dim)
     cache: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(model.decoder_layers)
-    tokens = torch.full((batch_size, 1), BOS_ID, dtype=torch.long, device=src.device)
-    finished = limits <= 0
-    for step in range(int(limits.max())):
+
+    def next_logits(tokens: torch.Tensor, step: int) -> torch.Tensor:
+        """Run only the newest position through the decoder, reusing everything before it."""
         y = model.tgt_embed(tokens[:, -1:]) + model.positions.encoding[step]  # (batch, 1, d)
         for index, layer in enumerate(model.decoder_layers):
             attn = layer.self_attn
@@ -60,11 +59,8 @@ def cached_greedy_decode(
             q = layer.cross_attn.split_heads(layer.cross_attn.q_proj(y))
             y = layer.norm2(y + _attend(layer.cross_attn, q, *cross[index], hidden_keys))
             y = layer.norm3(y + layer.feed_forward(y))
-        next_token = model.out_proj(y[:, -1]).argmax(dim=-1)  # (batch,)
-        next_token = next_token.masked_fill(finished, PAD_ID)
-        tokens = torch.cat([tokens, next_token[:, None]], dim=1)
-        finished |= (next_token == EOS_ID) | (limits <= step + 1)
-        if finished.all():
-            break
+        return model.out_proj(y[:, -1])  # (batch, tgt_vocab)
+
+    decoded = greedy_loop(next_logits, limits)
     model.train(was_training)
-    return [until_eos(row[1:].tolist()) for row in tokens]
+    return decoded

@@ -1,6 +1,6 @@
 """Greedy decoding: translate by repeatedly appending the most likely next token."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -23,20 +23,27 @@ def greedy_decode(
     """
     was_training = model.training
     model.eval()
-    batch_size = src.size(0)
-    limits = torch.as_tensor(max_len, device=src.device).expand(batch_size)  # (batch,)
-    ys = torch.full((batch_size, 1), BOS_ID, dtype=torch.long, device=src.device)
+    limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
+    decoded = greedy_loop(lambda tokens, step: forward_batch(model, src, tokens)[:, -1], limits)
+    model.train(was_training)
+    return decoded
+
+
+NextLogits = Callable[[torch.Tensor, int], torch.Tensor]  # (tokens so far, step) -> logits
+
+
+def greedy_loop(next_logits: NextLogits, limits: torch.Tensor) -> list[list[int]]:
+    """The loop every greedy decoder shares; `next_logits` says how to score the next token."""
+    tokens = torch.full((limits.size(0), 1), BOS_ID, dtype=torch.long, device=limits.device)
     finished = limits <= 0  # (batch,)
     for step in range(int(limits.max())):
-        logits = forward_batch(model, src, ys)  # (batch, len, tgt_vocab)
-        next_token = logits[:, -1].argmax(dim=-1)  # (batch,)
-        next_token = next_token.masked_fill(finished, PAD_ID)
-        ys = torch.cat([ys, next_token[:, None]], dim=1)  # (batch, len + 1)
+        next_token = next_logits(tokens, step).argmax(dim=-1)  # (batch,)
+        next_token = next_token.masked_fill(finished, PAD_ID)  # finished rows only pad
+        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (batch, len + 1)
         finished |= (next_token == EOS_ID) | (limits <= step + 1)
         if finished.all():
             break
-    model.train(was_training)
-    return [until_eos(row[1:].tolist()) for row in ys]
+    return [until_eos(row[1:].tolist()) for row in tokens]
 
 
 def until_eos(ids: list[int]) -> list[int]:

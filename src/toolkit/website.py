@@ -13,19 +13,15 @@ import re
 import shutil
 from pathlib import Path
 
-import matplotlib
+import nbformat
+from matplotlib.figure import Figure  # no pyplot: a build script needs no GUI backend
+from nbconvert import HTMLExporter
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-matplotlib.use("Agg")  # this is a build script, never a notebook kernel
-
-import matplotlib.pyplot as plt  # noqa: E402
-import nbformat  # noqa: E402
-from nbconvert import HTMLExporter  # noqa: E402
-from nbconvert.filters.markdown_mistune import markdown2html_mistune  # noqa: E402
-
-from toolkit.ladder import load_ladder, table  # noqa: E402
-from toolkit.outline import STAGES  # noqa: E402
-from toolkit.paths import PROJECT_ROOT  # noqa: E402
-from toolkit.stagediff import stage_diff  # noqa: E402
+from toolkit.ladder import load_ladder, table
+from toolkit.outline import STAGES
+from toolkit.paths import PROJECT_ROOT
+from toolkit.stagediff import stage_diff
 
 EXECUTED = PROJECT_ROOT / "build" / "notebooks"
 SITE = PROJECT_ROOT / "site"
@@ -33,6 +29,17 @@ TEMPLATES = PROJECT_ROOT / "templates"
 MATHJAX = PROJECT_ROOT / "build" / "mathjax" / "node_modules" / "mathjax" / "es5"
 MATHJAX_PARTS = ("tex-chtml.js", "input", "output/chtml", "ui", "a11y", "adaptors")
 DIFFS = [(n, n + 1) for n in range(1, 7)] + [(1, 7)]
+# One MathJax configuration for every page (the template and the index and diff pages).
+MATHJAX_CONFIG = r"""window.MathJax = {
+  tex: {inlineMath: [['$', '$'], ['\\(', '\\)']],
+        displayMath: [['$$', '$$'], ['\\[', '\\]']],
+        processEscapes: true},
+  options: {ignoreHtmlClass: 'jp-OutputArea|highlight|course-nav'}
+};
+"""
+MATHJAX_HEAD = """<script src="_static/mathjax-config.js"></script>
+<script id="MathJax-script" defer src="_static/mathjax/tex-chtml.js"></script>
+<link rel="stylesheet" href="_static/course.css">"""
 
 CSS = """
 body { margin: 0; }
@@ -102,8 +109,8 @@ def render_notebooks(pages: list[Path], site: Path) -> None:
     for index, path in enumerate(pages):
         notebook = nbformat.read(path, as_version=4)
         notebook.metadata.pop("widgets", None)  # widget state would need a CDN to render
-        body, _ = exporter.from_notebook_node(
-            notebook, resources={"navigation": navigation(pages, index)})
+        body, _ = exporter.from_notebook_node(notebook, resources={
+            "navigation": navigation(pages, index), "course_head": MATHJAX_HEAD})
         (site / page_name(path)).write_text(body, encoding="utf-8")
 
 
@@ -112,9 +119,7 @@ def simple_page(title_text: str, body: str, nav: str, wide: bool = False) -> str
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <title>{html.escape(title_text)}</title>
-<link rel="stylesheet" href="_static/course.css">
-<script>window.MathJax = {{tex: {{inlineMath: [['$', '$'], ['\\\\(', '\\\\)']]}}}};</script>
-<script id="MathJax-script" defer src="_static/mathjax/tex-chtml.js"></script>
+{MATHJAX_HEAD}
 </head><body>{nav}<main class="course-page{' wide' if wide else ''}">{body}</main></body></html>
 """
 
@@ -141,7 +146,8 @@ def ladder_figure() -> str:
     if not ladder:
         return ""
     numbers = sorted(ladder)
-    figure, ax = plt.subplots(figsize=(8, 3.4))
+    figure = Figure(figsize=(8, 3.4))
+    ax = figure.subplots()
     ax.bar([n - 0.2 for n in numbers], [ladder[n].exact_match for n in numbers], 0.4,
            label="exact match %")
     ax.bar([n + 0.2 for n in numbers], [ladder[n].bleu for n in numbers], 0.4, label="BLEU")
@@ -151,7 +157,6 @@ def ladder_figure() -> str:
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110)
-    plt.close(figure)
     encoded = base64.b64encode(buffer.getvalue()).decode()
     alt = "The ladder: exact match and BLEU per stage"
     return f'<img alt="{alt}" src="data:image/png;base64,{encoded}">'
@@ -217,6 +222,7 @@ def build(executed: Path = EXECUTED, site: Path = SITE) -> list[Path]:
         shutil.rmtree(site)
     (site / "_static").mkdir(parents=True)
     (site / "_static" / "course.css").write_text(CSS)
+    (site / "_static" / "mathjax-config.js").write_text(MATHJAX_CONFIG)
     copy_mathjax(site)
     render_notebooks(pages, site)
     render_diffs(site, pages)

@@ -96,7 +96,8 @@ def test_no_widget_state_and_local_mathjax_with_dollar_maths(page):
     text = page.read_text(encoding="utf-8")
     assert "application/vnd.jupyter.widget" not in text
     assert 'src="_static/mathjax/tex-chtml.js"' in text
-    assert "inlineMath: [['$', '$']" in text
+    assert 'src="_static/mathjax-config.js"' in text
+    assert "inlineMath: [['$', '$']" in (SITE / "_static" / "mathjax-config.js").read_text()
 
 
 def test_stage_pages_link_prev_next_index_and_their_diff():
