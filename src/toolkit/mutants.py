@@ -1,0 +1,173 @@
+"""`make mutants`: plant every bug of the catalogue and prove that a test catches it.
+
+For each mutation in `toolkit.mutations.CATALOGUE` this copies `src/` and `tests/` to a
+temporary folder (never touching the working tree), applies the mutation there, and runs
+the tests that import the mutated module, with the copy first on PYTHONPATH. A mutation
+counts as killed only when a test fails an *assertion* (`toolkit.mutant_guard` checks the
+imports and tells assertions from crashes). Before any mutation, the same tests must pass
+on an unmutated copy.
+
+    python -m toolkit.mutants            # every mutation; exit 1 unless all are killed
+    python -m toolkit.mutants bug04 bug15    # only the names that contain these words
+    python -m toolkit.mutants --record   # also write assets/mutants.json for notebook 09
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from toolkit.mutations import CATALOGUE, SRC, Mutation, MutationDoesNotApply
+
+ROOT = SRC.parent
+TABLE_PATH = ROOT / "assets" / "mutants.json"
+# Tests of source text, hashes and install paths rather than behaviour: a mutation would
+# "fail" them without any test having caught the bug.
+NOT_BEHAVIOUR = {"test_ladder.py", "test_stagediff.py", "test_packaging.py",
+                 "test_notebooks.py", "test_mutations.py", "test_notebook_reruns.py"}
+TEST_TIMEOUT_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one mutation: killed, survived, broken or not applicable."""
+
+    name: str
+    bug: int
+    where: str  # path:line of the first edit
+    status: str  # "killed", "survived", "broken" or "does not apply"
+    killed_by: str = ""
+    detail: str = ""
+    tests: int = 0  # how many tests ran
+
+
+def relevant_tests(mutation: Mutation, tests_dir: Path) -> list[Path]:
+    """The behavioural test files that import the mutated module."""
+    last = mutation.module.split(".")[-1]
+    pattern = re.compile(
+        rf"\b{re.escape(last)}\b" if mutation.module.startswith("stages.")
+        else rf"\btoolkit\.{last}\b|from toolkit import [^\n]*\b{last}\b")
+    return [path for path in sorted(tests_dir.glob("test_*.py"))
+            if path.name not in NOT_BEHAVIOUR and pattern.search(path.read_text())]
+
+
+def copy_tree(destination: Path) -> Path:
+    """A private copy of the code and tests; the corpus and the benchmark are only read."""
+    destination.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(ROOT / "src", destination / "src", ignore=ignore)
+    shutil.copytree(ROOT / "tests", destination / "tests", ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", destination)
+    for folder in ("assets", "benchmarks"):
+        (destination / folder).symlink_to(ROOT / folder)
+    return destination
+
+
+def run_tests(copy: Path, module: str, files: Iterable[Path]) -> dict:
+    """Run pytest on the copy in a fresh interpreter; return the guard's report."""
+    report = copy / "mutant-report.json"
+    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "PYTHONDONTWRITEBYTECODE": "1",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "MUTANT_SRC": str(copy / "src"), "MUTANT_MODULE": module,
+           "MUTANT_REPORT": str(report)}
+    command = [sys.executable, "-m", "pytest", *map(str, files), "-p", "toolkit.mutant_guard",
+               "-p", "no:cacheprovider", "-q", f"--timeout={TEST_TIMEOUT_SECONDS}"]
+    process = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
+    if not report.exists():
+        tail = (process.stdout + process.stderr).strip().splitlines()[-5:]
+        return {"broken": "pytest ended without a report: " + " | ".join(tail), "results": []}
+    return json.loads(report.read_text())
+
+
+def try_mutation(mutation: Mutation, workspace: Path) -> Outcome:
+    copy = copy_tree(workspace / mutation.name)
+    target = copy / "src" / mutation.path
+    original = target.read_text(encoding="utf-8")
+    where = f"src/{mutation.path}"
+    try:
+        target.write_text(mutation.apply(original), encoding="utf-8")
+    except MutationDoesNotApply as err:
+        return Outcome(mutation.name, mutation.bug, where, "does not apply", detail=str(err))
+    where = f"{where}:{mutation.line(original)}"
+    files = relevant_tests(mutation, copy / "tests")
+    if not files:
+        return Outcome(mutation.name, mutation.bug, where, "survived", detail="no test imports it")
+    report = run_tests(copy, mutation.module, files)
+    if report["broken"]:
+        return Outcome(mutation.name, mutation.bug, where, "broken", detail=report["broken"])
+    results = report["results"]
+    kill = next((r for r in results if r["outcome"] == "assertion"), None)
+    if kill:
+        return Outcome(mutation.name, mutation.bug, where, "killed", kill["test"],
+                       kill["detail"], len(results))
+    crashes = [r for r in results if r["outcome"] == "error"]
+    detail = f"{len(crashes)} tests crashed, none failed an assertion: {crashes[0]['detail']}" \
+        if crashes else "every test passed"
+    return Outcome(mutation.name, mutation.bug, where, "survived", detail=detail,
+                   tests=len(results))
+
+
+def check_baseline(mutations: list[Mutation], workspace: Path) -> str | None:
+    """Every test the mutations will use must pass on the unmutated copy; else say which."""
+    copy = copy_tree(workspace / "unmutated")
+    files = sorted({path for m in mutations for path in relevant_tests(m, copy / "tests")})
+    report = run_tests(copy, "toolkit.mutations", files)
+    if report["broken"]:
+        return report["broken"]
+    failed = [r["test"] for r in report["results"] if r["outcome"] != "passed"]
+    return f"tests fail without any mutation: {failed}" if failed else None
+
+
+def line_for(outcome: Outcome) -> str:
+    status = {"killed": "KILLED", "survived": "SURVIVED", "broken": "BROKEN"}.get(
+        outcome.status, "NO MATCH")
+    tail = outcome.killed_by if outcome.status == "killed" else outcome.detail
+    return f"{status:8} {outcome.name:58} {outcome.where:46} {tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("only", nargs="*", help="run only mutations whose name contains these")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--record", action="store_true", help=f"write {TABLE_PATH.name}")
+    args = parser.parse_args(argv)
+    mutations = [m for m in CATALOGUE if not args.only or any(w in m.name for w in args.only)]
+    if not mutations:
+        print(f"no mutation matches {args.only}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="mutants-") as folder:
+        workspace = Path(folder)
+        if problem := check_baseline(mutations, workspace):
+            print(f"the unmutated copy must pass first: {problem}", file=sys.stderr)
+            return 2
+        print(f"unmutated copy passes; trying {len(mutations)} mutations, {args.jobs} at a time",
+              flush=True)
+        with ThreadPoolExecutor(args.jobs) as pool:
+            outcomes = []
+            for outcome in pool.map(lambda m: try_mutation(m, workspace), mutations):
+                print(line_for(outcome), flush=True)
+                outcomes.append(outcome)
+    killed = sum(outcome.status == "killed" for outcome in outcomes)
+    print(f"killed {killed}/{len(outcomes)} in {time.perf_counter() - start:.0f} s")
+    if args.record and not args.only:
+        TABLE_PATH.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n")
+    return 0 if killed == len(outcomes) else 1
+
+
+def load_table(path: Path = TABLE_PATH) -> list[Outcome]:
+    """The committed result of `make mutants`, for notebook 09 and the site."""
+    return [Outcome(**row) for row in json.loads(path.read_text())]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""The bug zoo: each classic Transformer bug (design §5) as a small, explicit source edit.
+
+A `Mutation` names one bug and one place where it can occur: a stage module, or the toolkit
+for the bugs that live there (padding, the loss, greedy decoding, the vocabulary). Its
+`edits` are (original, mutated) fragments, each of which must occur exactly once in the
+current source, so a mutation that no longer matches the code fails loudly instead of
+silently testing nothing. `make mutants` (toolkit.mutants) applies each one to a copy of
+the source and checks that a test fails; notebook 09 shows the same edits and their
+symptoms.
+
+Every mutation is a *silent* bug: the mutated code imports and runs on every input the
+tests use, and only computes the wrong thing.
+"""
+
+import difflib
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from toolkit.outline import STAGES
+
+SRC = Path(__file__).resolve().parents[1]  # the `src` folder that holds stages/ and toolkit/
+
+BUGS = {
+    1: "the padding mask hides query rows instead of key columns",
+    2: "cross-attention gets no source padding mask",
+    3: "target padding is sized before <bos>/<eos> are added, cropping real tokens",
+    4: "the causal mask is inverted or off by one",
+    5: "scores are scaled by d_k or sqrt(embed_dim) instead of sqrt(head_dim)",
+    6: "heads are split or merged with view/reshape but no transpose",
+    7: "one head_dim x head_dim projection is shared by every head",
+    8: "the positional-encoding frequencies are wrong",
+    9: "a softmax is applied to the logits before cross_entropy",
+    10: "a decoder residual adds the wrong tensor",
+    11: "only one layer is built although num_layers > 1",
+    12: "greedy decoding does not grow with its output or only works for batch size 1",
+    13: "the vocabulary is ordered by set iteration, which changes with PYTHONHASHSEED",
+    14: "a LayerNorm or Linear is created inside forward",
+    15: "a fully masked row gives NaN",
+}
+
+
+class MutationDoesNotApply(ValueError):
+    """The catalogue no longer matches the code: fix the fragment, never skip the mutation."""
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One bug, planted in one module by exact find-and-replace edits."""
+
+    bug: int  # its number in BUGS (design §5)
+    variant: str  # a short slug saying which form of the bug this is
+    module: str  # dotted name, e.g. "stages.stage03_masking" or "toolkit.batches"
+    edits: tuple[tuple[str, str], ...]  # (original fragment, mutated fragment)
+
+    @property
+    def name(self) -> str:
+        return f"bug{self.bug:02d}-{self.variant}@{self.module.split('.')[-1]}"
+
+    @property
+    def path(self) -> Path:
+        """Where the module lives, relative to the `src` folder."""
+        return Path(*self.module.split(".")).with_suffix(".py")
+
+    def apply(self, source: str) -> str:
+        """Plant the bug; refuse if any fragment is missing or ambiguous."""
+        for original, mutated in self.edits:
+            found = source.count(original)
+            if found != 1:
+                raise MutationDoesNotApply(
+                    f"{self.name}: expected the fragment {original!r} once in {self.path}, "
+                    f"found it {found} times: update the catalogue in toolkit/mutations.py"
+                )
+            source = source.replace(original, mutated)
+        return source
+
+    def line(self, source: str) -> int:
+        """The line of the first edit, for reports."""
+        return source[: source.index(self.edits[0][0])].count("\n") + 1
+
+    def diff(self, src: Path = SRC, context: int = 1) -> str:
+        """The bug as a unified diff against the current source."""
+        original = (src / self.path).read_text(encoding="utf-8")
+        return "".join(difflib.unified_diff(
+            original.splitlines(keepends=True), self.apply(original).splitlines(keepends=True),
+            f"a/src/{self.path}", f"b/src/{self.path}", n=context))
+
+    def load(self, src: Path = SRC) -> ModuleType:
+        """Import the mutated module under a private name, leaving the real one untouched."""
+        source = self.apply((src / self.path).read_text(encoding="utf-8"))
+        name = f"_mutant_{self.name.replace('-', '_').replace('@', '_')}"
+        module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, None))
+        sys.modules[name] = module  # dataclasses and pickling look modules up by name
+        exec(compile(source, f"<{self.name}>", "exec"), module.__dict__)  # noqa: S102
+        return module
+
+
+def _stage(number: int) -> str:
+    return f"stages.{next(s.module for s in STAGES if s.number == number)}"
+
+
+def _in_stages(bug: int, variant: str, numbers, edits) -> list[Mutation]:
+    """The same bug in every stage where it can occur; `edits` may depend on the stage."""
+    return [Mutation(bug, variant, _stage(n), tuple(edits(n) if callable(edits) else edits))
+            for n in numbers]
+
+
+MASKED, POSITIONED, STACKED = range(3, 8), range(4, 8), range(5, 8)
+
+
+def _query_mask(number: int) -> list[tuple[str, str]]:
+    """Classic shape (batch, 1, src_len, 1): pad *queries* are hidden, pad keys stay visible."""
+    shape = "[:, None, :, None]" if number == 7 else "[:, :, None]"
+    return [("self_attn(x, x, key_padding_mask=src_padding)",
+             f"self_attn(x, x, attn_mask=src_padding{shape})")]
+
+
+def _decoder_residual(number: int) -> list[tuple[str, str]]:
+    """Cross-attention attends from the self-attention output, but its residual adds the
+    tensor from *before* self-attention, so the decoder's own sublayer is skipped."""
+    self_attn = {1: "y = y + self.decoder_self_attn(y, y)",
+                 2: "y = y + self.decoder_self_attn(y, y)",
+                 3: "y = y + self.decoder_self_attn(y, y, attn_mask=future)",
+                 4: "y = y + self.decoder_self_attn(y, y, attn_mask=future)",
+                 5: "y = y + self.self_attn(y, y, attn_mask=future)",
+                 6: "y = self.norm1(y + self.dropout(self.self_attn(y, y, attn_mask=future)))",
+                 7: "y = self.norm1(y + self.dropout(self.self_attn(y, y, attn_mask=future)))"}
+    own_input = self_attn[number]
+    return [(own_input, "attended" + own_input[1:]),
+            ("self.cross_attn(y, memory", "self.cross_attn(attended, memory")]
+
+
+_SPLIT = "x = x.view(batch, length, self.num_heads, self.head_dim)"
+_SHARED_PROJECTIONS = [
+    *((f"self.{p}_proj = nn.Linear(embed_dim, embed_dim)",
+       f"self.{p}_proj = nn.Linear(self.head_dim, self.head_dim)") for p in "qkv"),
+    *((f"self.split_heads(self.{p}_proj({arg}))", f"self.{p}_proj(self.split_heads({arg}))")
+      for p, arg in (("q", "query"), ("k", "key_value"), ("v", "key_value"))),
+]
+_FREQUENCY = "torch.exp(torch.arange(0, embed_dim, 2) * (-math.log(10000.0) / embed_dim))"
+_ODD_DIMENSION_FREQUENCY = "torch.exp(torch.arange(1, embed_dim, 2) * (-math.log(10000.0) / embed_dim))"
+
+CATALOGUE: list[Mutation] = [
+    *_in_stages(1, "query-mask", MASKED, _query_mask),
+    *_in_stages(2, "no-cross-mask", MASKED, [
+        ("self.cross_attn(y, memory, key_padding_mask=src_padding)",
+         "self.cross_attn(y, memory)")]),
+    Mutation(3, "pad-to-word-count", "toolkit.batches", (
+        ("longest = max(len(sequence) for sequence in sequences)",
+         "longest = max(len(sequence) for sequence in sequences) - 2  # words only"),
+        ("torch.tensor(sequence, dtype=torch.long)",
+         "torch.tensor(sequence[:longest], dtype=torch.long)"))),
+    *_in_stages(4, "inverted-causal", MASKED, [(".triu(diagonal=1)", ".tril(diagonal=-1)")]),
+    *_in_stages(4, "diagonal-hidden", MASKED, [(".triu(diagonal=1)", ".triu(diagonal=0)")]),
+    Mutation(5, "scale-by-d_k", _stage(7), (
+        ("scale = math.sqrt(self.head_dim)", "scale = self.head_dim"),)),
+    Mutation(5, "scale-by-sqrt-embed_dim", _stage(7), (
+        ("scale = math.sqrt(self.head_dim)", "scale = math.sqrt(self.num_heads * self.head_dim)"),)),
+    Mutation(6, "split-without-transpose", _stage(7), (
+        (_SPLIT, "x = x.view(batch, self.num_heads, length, self.head_dim)"),
+        ("return x.transpose(1, 2)  # (batch, heads, len, head_dim)", "return x"))),
+    Mutation(6, "merge-without-transpose", _stage(7), (
+        ("x.transpose(1, 2).reshape(batch, length, -1)", "x.reshape(batch, length, -1)"),)),
+    Mutation(7, "shared-head-projection", _stage(7), tuple(_SHARED_PROJECTIONS)),
+    *_in_stages(8, "doubled-exponent", POSITIONED, [
+        (_FREQUENCY, _FREQUENCY.replace("torch.arange(0, embed_dim, 2)",
+                                        "2 * torch.arange(0, embed_dim, 2)"))]),
+    *_in_stages(8, "cos-frequency-mismatch", POSITIONED, [
+        ("torch.cos(position * frequency)", f"torch.cos(position * {_ODD_DIMENSION_FREQUENCY})")]),
+    Mutation(9, "double-softmax", "toolkit.objectives", (
+        ("logits.reshape(-1, logits.size(-1))", "logits.softmax(-1).reshape(-1, logits.size(-1))"),)),
+    *_in_stages(10, "residual-skips-own-input", range(1, 8), _decoder_residual),
+    *_in_stages(11, "one-encoder-layer", STACKED, [
+        ("for _ in range(num_encoder_layers)", "for _ in range(1)")]),
+    *_in_stages(11, "one-decoder-layer", STACKED, [
+        ("for _ in range(num_decoder_layers)", "for _ in range(1)")]),
+    Mutation(12, "stops-when-any-row-ends", "toolkit.decoding", (
+        ("if finished.all():", "if finished.any():"),)),
+    Mutation(12, "first-row-token-for-all", "toolkit.decoding", (
+        ("next_logits(tokens, step).argmax(dim=-1)", "next_logits(tokens, step)[0].argmax()"),)),
+    Mutation(12, "cache-not-grown", "toolkit.cached_decoding", (
+        ("cache[index] = (k, v)", "cache[index] = cache[index] or (k, v)"),)),
+    Mutation(13, "set-order", "toolkit.vocab", (
+        ("ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))",
+         "ranked = [(token, counts[token]) for token in set(counts)]"),)),
+    *_in_stages(14, "linear-in-forward", range(1, 8), [
+        ("return self.out_proj(y)",
+         "return nn.Linear(y.size(-1), self.out_proj.out_features)(y)")]),
+    *_in_stages(14, "layernorm-in-forward", range(6, 8), [
+        ("x = self.norm1(x + ", "x = nn.LayerNorm(x.size(-1))(x + ")]),
+    *_in_stages(15, "minus-infinity-fill", MASKED, [
+        ("torch.finfo(scores.dtype).min)", 'float("-inf"))')]),
+]
+
+
+def by_bug(bug: int) -> list[Mutation]:
+    return [mutation for mutation in CATALOGUE if mutation.bug == bug]
+
+
+def find(name: str) -> Mutation:
+    """Look a mutation up by its printed name, e.g. 'bug04-inverted-causal@stage03_masking'."""
+    for mutation in CATALOGUE:
+        if mutation.name == name:
+            return mutation
+    raise KeyError(f"no mutation named {name!r}; see toolkit.mutations.CATALOGUE")
