@@ -87,7 +87,7 @@ def test_masks_are_combined_first_and_filled_once_per_attention(stage, monkeypat
     assert len(calls) == len(attention_maps(model))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
 def test_an_all_padding_sentence_gives_no_nan_or_inf(stage, dtype):
     """A fully hidden row averages the values; it must never be NaN (bug 15)."""
     model = make_model(stage, dtype).train()

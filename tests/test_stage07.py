@@ -41,6 +41,22 @@ def test_heads_equal_separate_attentions_on_slices_then_concatenated():
     assert attention.q_proj.weight.shape == (EMBED_DIM, EMBED_DIM)
 
 
+def test_every_head_reads_the_whole_embedding():
+    """Each head projects all embed_dim features; a head_dim x head_dim projection shared by
+    the heads would let head h see only its own slice of the input (bug 7)."""
+    attention = make_attention()
+    x = torch.randn(2, 5, EMBED_DIM)
+    nudged = x.clone()
+    nudged[..., :HEAD_DIM] += 1.0  # change only the features that head 0's slice would hold
+    with torch.no_grad():
+        attention(x, x)
+        before = attention.attention  # (batch, heads, q_len, kv_len)
+        attention(nudged, nudged)
+        after = attention.attention
+    for head in range(NUM_HEADS):
+        assert not torch.allclose(before[:, head], after[:, head], atol=1e-4), head
+
+
 def test_scores_are_scaled_by_one_over_sqrt_head_dim():
     attention = make_attention()
     x = torch.randn(1, 3, EMBED_DIM)

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from toolkit import objectives
-from toolkit.stage_api import check_token_ids
+from toolkit.stage_api import check_same_batch, check_token_ids
 
 # With no causal mask every target position sees the whole prefix, including the token it
 # would have to predict, so only the last position of a prefix may be scored.
@@ -66,4 +66,5 @@ class Transformer(nn.Module):
         # src: (batch, src_len), tgt: (batch, tgt_len) token ids, right-padded with <pad>
         check_token_ids(src, "src", dims=2, vocab_size=self.src_embed.num_embeddings)
         check_token_ids(tgt, "tgt", dims=2, vocab_size=self.tgt_embed.num_embeddings)
+        check_same_batch(src, tgt)  # New: one target per source
         return self.decode(tgt, self.encode(src))  # (batch, tgt_len, tgt_vocab_size) logits

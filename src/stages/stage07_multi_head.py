@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from toolkit import objectives
-from toolkit.stage_api import check_token_ids
+from toolkit.stage_api import check_same_batch, check_token_ids
 from toolkit.vocab import PAD_ID
 
 # The causal mask hides each target's future, so every position may be scored at once.
@@ -210,6 +210,7 @@ class Transformer(nn.Module):
         # src: (batch, src_len), tgt: (batch, tgt_len) token ids, right-padded with <pad>
         check_token_ids(src, "src", dims=2, vocab_size=self.src_embed.num_embeddings)
         check_token_ids(tgt, "tgt", dims=2, vocab_size=self.tgt_embed.num_embeddings)
+        check_same_batch(src, tgt)
         src_padding = src == PAD_ID  # (batch, src_len), True at <pad>
         memory = self.encode(src, src_padding)  # (batch, src_len, embed_dim)
         return self.decode(tgt, memory, src_padding)  # (batch, tgt_len, tgt_vocab_size) logits

@@ -61,11 +61,21 @@ def translate(
     extra_len: int = 10,
 ) -> list[list[str]]:
     """Translate raw sentences to target tokens, each allowed a few more than its source has."""
+    if isinstance(sentences, str):
+        raise TypeError(
+            f"translate takes a list of sentences, got one string ({sentences[:40]!r}): "
+            f"write translate(model, [sentence], ...)"
+        )
     translations: list[list[str]] = []
     for start in range(0, len(sentences), batch_size):
         chunk = sentences[start : start + batch_size]
         encoded = []
         for sentence in chunk:
+            if not isinstance(sentence, str):
+                raise TypeError(
+                    f"translate takes sentences as text (str), got {type(sentence).__name__} "
+                    f"{sentence!r}: pass the sentence itself, not its ids or tokens"
+                )
             tokens = tokenize(sentence)
             if not tokens:
                 raise ValueError(f"cannot translate an empty sentence (got {sentence!r})")

@@ -53,11 +53,16 @@ class Outcome:
 def relevant_tests(mutation: Mutation, tests_dir: Path) -> list[Path]:
     """The behavioural test files that import the mutated module."""
     last = mutation.module.split(".")[-1]
-    pattern = re.compile(
-        rf"\b{re.escape(last)}\b" if mutation.module.startswith("stages.")
+    pattern = re.compile(  # a stage is also imported by the tests that loop over STAGES
+        rf"\b{re.escape(last)}\b|from toolkit.outline import STAGES"
+        if mutation.module.startswith("stages.")
         else rf"\btoolkit\.{last}\b|from toolkit import [^\n]*\b{last}\b")
-    return [path for path in sorted(tests_dir.glob("test_*.py"))
-            if path.name not in NOT_BEHAVIOUR and pattern.search(path.read_text())]
+    files = [path for path in tests_dir.glob("test_*.py")
+             if path.name not in NOT_BEHAVIOUR and pattern.search(path.read_text())]
+    # The module's own tests first, then the every-stage ones, so the first (and reported)
+    # kill is the most specific test.
+    own = f"test_{last.split('_')[0]}.py"
+    return sorted(files, key=lambda path: (path.name != own, "every" not in path.name, path.name))
 
 
 def copy_tree(destination: Path) -> Path:

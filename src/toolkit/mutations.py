@@ -93,7 +93,7 @@ class Mutation:
         name = f"_mutant_{self.name.replace('-', '_').replace('@', '_')}"
         module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, None))
         sys.modules[name] = module  # dataclasses and pickling look modules up by name
-        exec(compile(source, f"<{self.name}>", "exec"), module.__dict__)  # noqa: S102
+        exec(compile(source, f"<{self.name}>", "exec"), module.__dict__)
         return module
 
 
@@ -140,7 +140,8 @@ _SHARED_PROJECTIONS = [
       for p, arg in (("q", "query"), ("k", "key_value"), ("v", "key_value"))),
 ]
 _FREQUENCY = "torch.exp(torch.arange(0, embed_dim, 2) * (-math.log(10000.0) / embed_dim))"
-_ODD_DIMENSION_FREQUENCY = "torch.exp(torch.arange(1, embed_dim, 2) * (-math.log(10000.0) / embed_dim))"
+# The classic slip: the odd (cos) dimensions use their own index, 2i + 1, in the exponent.
+_ODD_DIMENSION_FREQUENCY = _FREQUENCY.replace("arange(0,", "arange(1,")
 
 CATALOGUE: list[Mutation] = [
     *_in_stages(1, "query-mask", MASKED, _query_mask),
@@ -157,7 +158,8 @@ CATALOGUE: list[Mutation] = [
     Mutation(5, "scale-by-d_k", _stage(7), (
         ("scale = math.sqrt(self.head_dim)", "scale = self.head_dim"),)),
     Mutation(5, "scale-by-sqrt-embed_dim", _stage(7), (
-        ("scale = math.sqrt(self.head_dim)", "scale = math.sqrt(self.num_heads * self.head_dim)"),)),
+        ("scale = math.sqrt(self.head_dim)",
+         "scale = math.sqrt(self.num_heads * self.head_dim)"),)),
     Mutation(6, "split-without-transpose", _stage(7), (
         (_SPLIT, "x = x.view(batch, self.num_heads, length, self.head_dim)"),
         ("return x.transpose(1, 2)  # (batch, heads, len, head_dim)", "return x"))),
@@ -170,7 +172,8 @@ CATALOGUE: list[Mutation] = [
     *_in_stages(8, "cos-frequency-mismatch", POSITIONED, [
         ("torch.cos(position * frequency)", f"torch.cos(position * {_ODD_DIMENSION_FREQUENCY})")]),
     Mutation(9, "double-softmax", "toolkit.objectives", (
-        ("logits.reshape(-1, logits.size(-1))", "logits.softmax(-1).reshape(-1, logits.size(-1))"),)),
+        ("logits.reshape(-1, logits.size(-1))",
+         "logits.softmax(-1).reshape(-1, logits.size(-1))"),)),
     *_in_stages(10, "residual-skips-own-input", range(1, 8), _decoder_residual),
     *_in_stages(11, "one-encoder-layer", STACKED, [
         ("for _ in range(num_encoder_layers)", "for _ in range(1)")]),

@@ -59,3 +59,12 @@ def check_token_ids(ids: torch.Tensor, name: str, dims: int, vocab_size: int) ->
             f"{name} holds ids outside 0..{vocab_size - 1} (min {int(ids.min())}, "
             f"max {int(ids.max())}): encode text with the same vocabulary the model was built for"
         )
+
+
+def check_same_batch(src: torch.Tensor, tgt: torch.Tensor) -> None:
+    """Catch a source and target batch that do not pair up here, not deep inside attention."""
+    if src.size(0) != tgt.size(0):
+        raise ValueError(
+            f"src holds {src.size(0)} sentences but tgt holds {tgt.size(0)}: give one "
+            f"target row per source row, in the same order"
+        )

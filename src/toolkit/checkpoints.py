@@ -1,0 +1,97 @@
+"""Save a trained translator and load it back: weights, model settings and vocabularies together.
+
+Weights alone are not enough to translate again: the ids mean nothing without the exact
+vocabularies, and the weights fit only the model they came from. So a checkpoint holds
+the stage module, the constructor's keyword arguments, both vocabularies and the
+state_dict, in one file. It holds only tensors, strings and numbers, so it loads with
+`torch.load(..., weights_only=True)`, which never runs code from the file.
+"""
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from toolkit.vocab import Vocab
+
+FORMAT, VERSION = "transformer-stages checkpoint", 1
+
+
+class CheckpointError(ValueError):
+    """The file is not a complete checkpoint of this course; the message says what to do."""
+
+
+@dataclass
+class Checkpoint:
+    """A translator ready to use: the model (in eval mode) and the vocabularies it reads."""
+
+    model: nn.Module
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    config: dict  # the keyword arguments the model was built with, vocabulary sizes aside
+
+
+def save_checkpoint(
+    path: str | Path, model: nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, config: dict
+) -> Path:
+    """Write everything a restart needs; write-then-rename, so a crash leaves no half file."""
+    stage = type(model).__module__
+    if not stage.startswith("stages."):
+        raise TypeError(f"save_checkpoint saves models from src/stages, not {stage}")
+    path = Path(path)
+    payload = {
+        "format": FORMAT,
+        "version": VERSION,
+        "stage": stage,
+        "config": dict(config),
+        "src_vocab": list(src_vocab.itos),
+        "tgt_vocab": list(tgt_vocab.itos),
+        "state_dict": {name: t.detach().cpu() for name, t in model.state_dict().items()},
+    }
+    partial = path.with_name(path.name + ".partial")
+    torch.save(payload, partial)
+    partial.replace(path)
+    return path
+
+
+def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
+    """Rebuild the saved model and vocabularies, or say plainly why this file cannot be one."""
+    path = Path(path)
+    try:
+        payload = torch.load(path, map_location=device, weights_only=True)
+    except FileNotFoundError:
+        raise
+    except Exception as err:  # torch reports a damaged file in several ways; name them all
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint ({type(err).__name__}: {err}). It may be "
+            f"truncated by an interrupted copy, or not a file torch.save wrote: copy it again, "
+            f"or save it again with save_checkpoint"
+        ) from err
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(
+            f"{path} is not a checkpoint of this course (it has no format entry "
+            f"{FORMAT!r}). A bare state_dict loads with "
+            f"model.load_state_dict(torch.load(path, weights_only=True)) into a model you build"
+        )
+    if payload.get("version") != VERSION:
+        raise CheckpointError(
+            f"{path} has checkpoint version {payload.get('version')}; this code reads "
+            f"version {VERSION}: load it with the version of the course that wrote it"
+        )
+    if not str(payload["stage"]).startswith("stages."):
+        raise CheckpointError(f"{path} names {payload['stage']!r}, which is not a stage module")
+    src_vocab, tgt_vocab = Vocab(payload["src_vocab"]), Vocab(payload["tgt_vocab"])
+    if (src_vocab.itos, tgt_vocab.itos) != (payload["src_vocab"], payload["tgt_vocab"]):
+        raise CheckpointError(f"{path} holds a vocabulary whose special tokens are out of place")
+    stage = importlib.import_module(payload["stage"])
+    model = stage.Transformer(len(src_vocab), len(tgt_vocab), **payload["config"])
+    try:
+        model.load_state_dict(payload["state_dict"])
+    except RuntimeError as err:
+        raise CheckpointError(
+            f"{path} holds weights that do not fit {payload['stage']} built with "
+            f"{payload['config']}: {err}"
+        ) from err
+    return Checkpoint(model.to(device).eval(), src_vocab, tgt_vocab, payload["config"])

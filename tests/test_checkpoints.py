@@ -1,0 +1,99 @@
+"""A checkpoint brings back the same translator after a restart, and bad files say why not."""
+
+import pytest
+import torch
+
+from stages import stage04_positional_encoding as stage04
+from stages import stage07_multi_head as stage07
+from toolkit.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from toolkit.decoding import translate
+from toolkit.vocab import Vocab
+
+SRC_VOCAB = Vocab.build([["the", "dog", "sees", "a", "cat"], ["the", "cat", "runs"]])
+TGT_VOCAB = Vocab.build([["der", "Hund", "sieht", "eine", "Katze"], ["die", "Katze", "läuft"]])
+CONFIG = {"embed_dim": 16, "num_heads": 4, "num_encoder_layers": 2, "num_decoder_layers": 2,
+          "ff_dim": 40}
+SENTENCES = ["the dog sees a cat", "the cat runs", "a dog", "cat cat cat the"]
+
+
+@pytest.fixture
+def saved(tmp_path):
+    torch.manual_seed(0)
+    model = stage07.Transformer(len(SRC_VOCAB), len(TGT_VOCAB), **CONFIG)
+    for parameter in model.parameters():  # not the initial values: something "learned"
+        parameter.data.normal_(std=0.5)
+    path = save_checkpoint(tmp_path / "model.pt", model, SRC_VOCAB, TGT_VOCAB, CONFIG)
+    return model, path
+
+
+def test_a_round_trip_gives_identical_weights_vocabularies_and_translations(saved):
+    model, path = saved
+    loaded = load_checkpoint(path)
+    assert type(loaded.model) is stage07.Transformer and not loaded.model.training
+    assert loaded.src_vocab.itos == SRC_VOCAB.itos and loaded.tgt_vocab.itos == TGT_VOCAB.itos
+    assert loaded.config == CONFIG
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(loaded.model.state_dict()[name], tensor), name
+    assert translate(loaded.model, SENTENCES, loaded.src_vocab, loaded.tgt_vocab) == \
+        translate(model, SENTENCES, SRC_VOCAB, TGT_VOCAB)
+
+
+def test_loading_never_unpickles_code(saved, monkeypatch):
+    calls = []
+    original = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: calls.append(k) or original(*a, **k))
+    load_checkpoint(saved[1])
+    assert calls and all(kwargs.get("weights_only") is True for kwargs in calls)
+
+
+def test_a_truncated_checkpoint_says_so(saved):
+    path = saved[1]
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match="not a readable checkpoint .*truncated"):
+        load_checkpoint(path)
+
+
+def test_a_text_file_is_not_a_checkpoint(tmp_path):
+    path = tmp_path / "notes.pt"
+    path.write_text("not weights")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        load_checkpoint(path)
+
+
+def test_a_bare_state_dict_is_refused_with_how_to_load_it(saved, tmp_path):
+    path = tmp_path / "state_dict.pt"
+    torch.save(saved[0].state_dict(), path)
+    with pytest.raises(CheckpointError, match=r"not a checkpoint of this course.*load_state_dict"):
+        load_checkpoint(path)
+
+
+def test_a_pickled_object_is_refused_without_running_it(tmp_path):
+    path = tmp_path / "object.pt"
+    torch.save({"format": "transformer-stages checkpoint", "payload": Vocab(["x"])}, path)
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        load_checkpoint(path)
+
+
+def test_weights_that_do_not_fit_the_model_are_refused(saved, tmp_path):
+    payload = torch.load(saved[1], weights_only=True)
+    payload["config"] = {**CONFIG, "ff_dim": 48}
+    path = tmp_path / "edited.pt"
+    torch.save(payload, path)
+    with pytest.raises(CheckpointError, match="do not fit stages.stage07_multi_head"):
+        load_checkpoint(path)
+
+
+def test_any_stage_can_be_saved_and_a_failed_save_leaves_no_file(tmp_path, monkeypatch):
+    model = stage04.Transformer(len(SRC_VOCAB), len(TGT_VOCAB), embed_dim=16)
+    path = save_checkpoint(tmp_path / "stage04.pt", model, SRC_VOCAB, TGT_VOCAB,
+                           {"embed_dim": 16})
+    assert type(load_checkpoint(path).model) is stage04.Transformer
+
+    def interrupted(payload, file):
+        open(file, "wb").write(b"half")  # noqa: SIM115
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(tmp_path / "other.pt", model, SRC_VOCAB, TGT_VOCAB, {"embed_dim": 16})
+    assert not (tmp_path / "other.pt").exists()
