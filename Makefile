@@ -16,13 +16,16 @@ NOTEBOOK_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1
 NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 
-.PHONY: help setup test unit notebooks site site-tests lab data ladder bench diff clean
+.PHONY: help setup test unit mutants-check mutants notebooks site site-tests lab data ladder \
+        bench diff clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
 	@echo "make site    execute the notebooks if needed and render the course to site/"
 	@echo "make lab     open the notebooks in JupyterLab"
 	@echo "make data    regenerate the built-in corpus in assets/data/"
+	@echo "make mutants plant every classic bug and prove a test catches it; writes assets/mutants.json"
+	@echo "             (make mutants ONLY=bug04 tries only the mutations whose names contain bug04)"
 	@echo "make ladder  retrain every stage on the shared budget; writes assets/ladder.json"
 	@echo "make bench   time stage 07 against torch.nn.Transformer (benchmarks/results.json)"
 	@echo "make diff A=03 B=04   print what stage B changes in stage A"
@@ -36,12 +39,22 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
-test: unit notebooks site-tests
+test: unit mutants-check notebooks site-tests
 
 unit: $(INSTALLED)
 	$(BIN)/ruff check .
 	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider --timeout=600 \
 		--ignore=tests/site
+
+# Plant each bug of toolkit/mutations.py in a temporary copy of the code and run the tests
+# that import it: every mutation must be killed by a failing assertion.
+mutants-check: $(INSTALLED)
+	$(BIN)/python -m toolkit.mutants
+
+# The same, then record the table that notebook 09 shows (the whole catalogue only).
+ONLY ?=
+mutants: $(INSTALLED)
+	$(BIN)/python -m toolkit.mutants $(if $(ONLY),$(ONLY),--record)
 
 # Execute copies, never the committed sources: --overwrite writes outputs into build/.
 notebooks: $(INSTALLED)

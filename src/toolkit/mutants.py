@@ -93,7 +93,8 @@ def run_tests(copy: Path, module: str, files: Iterable[Path]) -> dict:
     return json.loads(report.read_text())
 
 
-def try_mutation(mutation: Mutation, workspace: Path) -> Outcome:
+def try_mutation(mutation: Mutation, workspace: Path, only: list[str] | None = None) -> Outcome:
+    """Plant one mutation in a fresh copy and run its tests (or only the named test files)."""
     copy = copy_tree(workspace / mutation.name)
     target = copy / "src" / mutation.path
     original = target.read_text(encoding="utf-8")
@@ -103,7 +104,8 @@ def try_mutation(mutation: Mutation, workspace: Path) -> Outcome:
     except MutationDoesNotApply as err:
         return Outcome(mutation.name, mutation.bug, where, "does not apply", detail=str(err))
     where = f"{where}:{mutation.line(original)}"
-    files = relevant_tests(mutation, copy / "tests")
+    files = [copy / "tests" / name for name in only] if only else \
+        relevant_tests(mutation, copy / "tests")
     if not files:
         return Outcome(mutation.name, mutation.bug, where, "survived", detail="no test imports it")
     report = run_tests(copy, mutation.module, files)

@@ -1,0 +1,94 @@
+"""The bug catalogue still matches the code, and `make mutants` counts kills honestly."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from stages import stage03_masking
+from toolkit.mutants import TABLE_PATH, load_table, try_mutation
+from toolkit.mutations import BUGS, CATALOGUE, SRC, Mutation, MutationDoesNotApply, find
+
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.mark.parametrize("mutation", CATALOGUE, ids=lambda mutation: mutation.name)
+def test_each_mutation_applies_and_its_module_still_imports(mutation):
+    """A fragment that no longer matches fails here, before `make mutants` runs."""
+    original = (SRC / mutation.path).read_text(encoding="utf-8")
+    assert mutation.apply(original) != original
+    module = mutation.load()  # a silent bug: it must import, then compute the wrong thing
+    assert module.__name__.startswith("_mutant_")
+
+
+def test_the_catalogue_covers_every_classic_bug_in_every_stage_where_it_can_occur():
+    names = [mutation.name for mutation in CATALOGUE]
+    assert len(set(names)) == len(names) >= 15
+    assert {mutation.bug for mutation in CATALOGUE} == set(BUGS)
+    masking_stages = {f"stage0{n}" for n in range(3, 8)}
+
+    def stages_with(bug, variant):
+        return {m.module.split(".")[-1][:7] for m in CATALOGUE
+                if (m.bug, m.variant) == (bug, variant)}
+
+    assert stages_with(4, "inverted-causal") == masking_stages
+    assert stages_with(15, "minus-infinity-fill") == masking_stages
+    assert stages_with(1, "query-mask") == stages_with(2, "no-cross-mask") == masking_stages
+    assert stages_with(14, "linear-in-forward") == {f"stage0{n}" for n in range(1, 8)}
+    assert stages_with(8, "doubled-exponent") == {f"stage0{n}" for n in range(4, 8)}
+    assert stages_with(11, "one-decoder-layer") == {f"stage0{n}" for n in range(5, 8)}
+    assert {m.module for m in CATALOGUE if m.bug in (3, 9, 12, 13)} == {
+        "toolkit.batches", "toolkit.objectives", "toolkit.decoding", "toolkit.cached_decoding",
+        "toolkit.vocab"}
+
+
+def test_a_fragment_that_does_not_match_is_an_error_not_a_skip():
+    stale = Mutation(4, "stale", "stages.stage03_masking", (("triu(diagonal=7)", "x"),))
+    with pytest.raises(MutationDoesNotApply, match="found it 0 times: update the catalogue"):
+        stale.apply((SRC / stale.path).read_text())
+
+
+def test_loading_a_mutant_leaves_the_real_module_alone():
+    inverted = find("bug04-inverted-causal@stage03_masking").load()
+    assert inverted.causal_mask(3, "cpu")[2, 0]  # the bug: the past is hidden
+    assert not stage03_masking.causal_mask(3, "cpu")[2, 0]
+
+
+def test_the_committed_table_lists_the_whole_catalogue_all_killed_by_real_tests():
+    table = load_table()
+    assert [outcome.name for outcome in table] == [mutation.name for mutation in CATALOGUE], (
+        f"the catalogue changed since {TABLE_PATH.name} was written: run make mutants")
+    for outcome in table:
+        assert outcome.status == "killed", outcome
+        path, test = re.fullmatch(r"tests/(\w+\.py)::(\w+).*", outcome.killed_by).groups()
+        assert f"def {test}(" in (TESTS / path).read_text(), outcome.killed_by
+
+
+# The runner itself, on mutations built to be broken, harmless or crashing. Each plants its
+# edit in a copy and runs tests/test_stage01.py there, in a fresh interpreter.
+STAGE01 = "stages.stage01_naive_attention"
+
+
+def test_a_mutation_that_does_not_import_is_broken_not_killed(tmp_path):
+    syntax = Mutation(0, "syntax-error", STAGE01, (("class Attention(nn.Module):",
+                                                    "class Attention(nn.Module)"),))
+    outcome = try_mutation(syntax, tmp_path, only=["test_stage01.py"])
+    assert outcome.status == "broken" and "SyntaxError" in outcome.detail
+
+
+def test_a_harmless_edit_survives(tmp_path):
+    comment = Mutation(0, "comment", STAGE01, (("each row sums to 1", "rows add up to 1"),))
+    outcome = try_mutation(comment, tmp_path, only=["test_stage01.py"])
+    assert (outcome.status, outcome.detail) == ("survived", "every test passed")
+
+
+def test_a_crash_is_not_counted_as_a_kill(tmp_path):
+    crash = Mutation(0, "crash", STAGE01, (("return weights @ v", "return weights @ v.T"),))
+    outcome = try_mutation(crash, tmp_path, only=["test_stage01.py"])
+    assert outcome.status == "survived" and "none failed an assertion" in outcome.detail
+
+
+def test_a_real_bug_is_killed_by_an_assertion_and_named(tmp_path):
+    outcome = try_mutation(find("bug14-linear-in-forward@stage01_naive_attention"), tmp_path,
+                           only=["test_stage01.py"])
+    assert outcome.status == "killed" and outcome.killed_by.startswith("tests/test_stage01.py::")
