@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from toolkit.batches import collate, encode_source, encode_target, endless, loader, pad
+from toolkit.batches import collate, encode_source, encode_target, endless, loader
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 VOCAB = Vocab("a b c d e f g".split())
@@ -12,8 +12,8 @@ VOCAB = Vocab("a b c d e f g".split())
 def test_longest_target_keeps_every_word_bos_and_eos():
     """Pad length must be computed after <bos>/<eos> are added (classic bug 3)."""
     sentences = [["a"], ["a", "b", "c", "d", "e"], ["f", "g"]]
-    targets = [encode_target(s, VOCAB) for s in sentences]
-    batch = pad(targets)  # (batch, longest)
+    pairs = [(encode_source(["a"], VOCAB), encode_target(s, VOCAB)) for s in sentences]
+    batch = collate(pairs).tgt  # (batch, longest): the path every training batch takes
     for row, sentence in zip(batch.tolist(), sentences, strict=True):
         real = [i for i in row if i != PAD_ID]
         assert real == [BOS_ID] + VOCAB.encode(sentence) + [EOS_ID]

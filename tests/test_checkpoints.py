@@ -96,4 +96,4 @@ def test_any_stage_can_be_saved_and_a_failed_save_leaves_no_file(tmp_path, monke
     monkeypatch.setattr(torch, "save", interrupted)
     with pytest.raises(KeyboardInterrupt):
         save_checkpoint(tmp_path / "other.pt", model, SRC_VOCAB, TGT_VOCAB, {"embed_dim": 16})
-    assert not (tmp_path / "other.pt").exists()
+    assert sorted(tmp_path.iterdir()) == [tmp_path / "stage04.pt"]

@@ -44,7 +44,7 @@ def run(model: torch.nn.Module, tgt: torch.Tensor = TGT[:, :-1]) -> torch.Tensor
 
 @pytest.mark.parametrize("number", MODULES)
 def test_the_same_input_gives_the_same_output_twice(number):
-    """A Linear or LayerNorm built inside forward would give fresh weights per call (bug 14)."""
+    """A Linear built inside forward would give fresh random weights on every call (bug 14)."""
     model = build(number)
     with torch.no_grad():
         assert torch.equal(run(model), run(model))
@@ -52,7 +52,7 @@ def test_the_same_input_gives_the_same_output_twice(number):
 
 @pytest.mark.parametrize("number", MODULES)
 def test_every_parameter_takes_part_in_the_loss(number):
-    """A registered module that forward never uses is a sign of one rebuilt per call (bug 14)."""
+    """A registered module that forward never uses is one rebuilt per call (bug 14)."""
     model = build(number).train()
     stage = stage_module(number)
     stage.objective(model, Batch(SRC, TGT), torch.Generator().manual_seed(0)).backward()

@@ -17,8 +17,7 @@ def test_each_mutation_applies_and_its_module_still_imports(mutation):
     """A fragment that no longer matches fails here, before `make mutants` runs."""
     original = (SRC / mutation.path).read_text(encoding="utf-8")
     assert mutation.apply(original) != original
-    module = mutation.load()  # a silent bug: it must import, then compute the wrong thing
-    assert module.__name__.startswith("_mutant_")
+    mutation.load()  # a silent bug imports; `make mutants` shows that it computes wrongly
 
 
 def test_the_catalogue_covers_every_classic_bug_in_every_stage_where_it_can_occur():

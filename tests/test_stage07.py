@@ -42,8 +42,7 @@ def test_heads_equal_separate_attentions_on_slices_then_concatenated():
 
 
 def test_every_head_reads_the_whole_embedding():
-    """Each head projects all embed_dim features; a head_dim x head_dim projection shared by
-    the heads would let head h see only its own slice of the input (bug 7)."""
+    """Each head projects all embed_dim features, not only its own slice of them (bug 7)."""
     attention = make_attention()
     x = torch.randn(2, 5, EMBED_DIM)
     nudged = x.clone()

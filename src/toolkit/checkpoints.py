@@ -51,8 +51,12 @@ def save_checkpoint(
         "state_dict": {name: t.detach().cpu() for name, t in model.state_dict().items()},
     }
     partial = path.with_name(path.name + ".partial")
-    torch.save(payload, partial)
-    partial.replace(path)
+    try:
+        torch.save(payload, partial)
+        partial.replace(path)
+    except BaseException:  # an interrupted save (even Ctrl-C) leaves nothing behind
+        partial.unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -135,6 +135,7 @@ def check_baseline(mutations: list[Mutation], workspace: Path) -> str | None:
 
 
 def line_for(outcome: Outcome) -> str:
+    """One line per mutation: the verdict, where it was planted, and the test or the reason."""
     status = {"killed": "KILLED", "survived": "SURVIVED", "broken": "BROKEN"}.get(
         outcome.status, "NO MATCH")
     tail = outcome.killed_by if outcome.status == "killed" else outcome.detail
@@ -142,6 +143,7 @@ def line_for(outcome: Outcome) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit 0 only if every chosen mutation was killed: a survivor is a missing test."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("only", nargs="*", help="run only mutations whose name contains these")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)

@@ -57,6 +57,7 @@ class Mutation:
 
     @property
     def name(self) -> str:
+        """A stable name for reports and `make mutants ONLY=...`."""
         return f"bug{self.bug:02d}-{self.variant}@{self.module.split('.')[-1]}"
 
     @property
@@ -98,6 +99,7 @@ class Mutation:
 
 
 def _stage(number: int) -> str:
+    """The dotted module name of a stage, from the one outline of the course."""
     return f"stages.{next(s.module for s in STAGES if s.number == number)}"
 
 
@@ -118,8 +120,11 @@ def _query_mask(number: int) -> list[tuple[str, str]]:
 
 
 def _decoder_residual(number: int) -> list[tuple[str, str]]:
-    """Cross-attention attends from the self-attention output, but its residual adds the
-    tensor from *before* self-attention, so the decoder's own sublayer is skipped."""
+    """The cross-attention residual adds the tensor from before self-attention."""
+    # The literal tutorial form, `memory + cross_attn(y, memory)`, adds the encoder output;
+    # it only runs when source and target lengths are equal, and the tests use unequal
+    # ones, so it would crash rather than compute something wrong. This is its silent
+    # relative: a residual that adds a tensor other than its sublayer's own input.
     self_attn = {1: "y = y + self.decoder_self_attn(y, y)",
                  2: "y = y + self.decoder_self_attn(y, y)",
                  3: "y = y + self.decoder_self_attn(y, y, attn_mask=future)",
@@ -149,10 +154,8 @@ CATALOGUE: list[Mutation] = [
         ("self.cross_attn(y, memory, key_padding_mask=src_padding)",
          "self.cross_attn(y, memory)")]),
     Mutation(3, "pad-to-word-count", "toolkit.batches", (
-        ("longest = max(len(sequence) for sequence in sequences)",
-         "longest = max(len(sequence) for sequence in sequences) - 2  # words only"),
-        ("torch.tensor(sequence, dtype=torch.long)",
-         "torch.tensor(sequence[:longest], dtype=torch.long)"))),
+        ("pad([tgt for _, tgt in pairs])",
+         "pad([tgt for _, tgt in pairs])[:, : max(len(tgt) - 2 for _, tgt in pairs)]"),)),
     *_in_stages(4, "inverted-causal", MASKED, [(".triu(diagonal=1)", ".tril(diagonal=-1)")]),
     *_in_stages(4, "diagonal-hidden", MASKED, [(".triu(diagonal=1)", ".triu(diagonal=0)")]),
     Mutation(5, "scale-by-d_k", _stage(7), (
@@ -179,6 +182,9 @@ CATALOGUE: list[Mutation] = [
         ("for _ in range(num_encoder_layers)", "for _ in range(1)")]),
     *_in_stages(11, "one-decoder-layer", STACKED, [
         ("for _ in range(num_decoder_layers)", "for _ in range(1)")]),
+    # The "causal mask not rebuilt as the output grows" form cannot occur in decoding.py:
+    # every step calls the model on the whole prefix, and the model builds its masks inside
+    # forward. Its analogue in the cached decoder is a cache that does not grow.
     Mutation(12, "stops-when-any-row-ends", "toolkit.decoding", (
         ("if finished.all():", "if finished.any():"),)),
     Mutation(12, "first-row-token-for-all", "toolkit.decoding", (
@@ -196,10 +202,6 @@ CATALOGUE: list[Mutation] = [
     *_in_stages(15, "minus-infinity-fill", MASKED, [
         ("torch.finfo(scores.dtype).min)", 'float("-inf"))')]),
 ]
-
-
-def by_bug(bug: int) -> list[Mutation]:
-    return [mutation for mutation in CATALOGUE if mutation.bug == bug]
 
 
 def find(name: str) -> Mutation:
