@@ -91,3 +91,11 @@ def test_a_real_bug_is_killed_by_an_assertion_and_named(tmp_path):
     outcome = try_mutation(find("bug14-linear-in-forward@stage01_naive_attention"), tmp_path,
                            only=["test_stage01.py"])
     assert outcome.status == "killed" and outcome.killed_by.startswith("tests/test_stage01.py::")
+
+
+def test_an_assert_inside_the_code_under_test_is_not_counted_as_a_kill(tmp_path):
+    """Only an assertion raised by a test shows that the test noticed the bug."""
+    inner = Mutation(0, "assert-in-src", STAGE01, (
+        ("self.attention = weights.detach()", "assert weights.sum() < 0, 'raised in src'"),))
+    outcome = try_mutation(inner, tmp_path, only=["test_stage01.py"])
+    assert outcome.status == "survived" and "raised in src" in outcome.detail
