@@ -77,6 +77,9 @@ def test_page_renders_offline_with_maths_and_figures(browser, page):
         assert typeset > 20  # the page's formulas became MathJax elements
     assert not re.search(r"\$[^$\n]{1,80}\$", prose), "raw $...$ left in the visible text"
     assert all(complete and width > 0 for complete, width in images), images
-    outside = [url for url in requested_urls(browser)  # chrome:// is the browser's own UI
-               if not url.startswith(("file://", "data:", "about:", "blob:", "chrome://"))]
+    # chrome:// and chrome-untrusted:// (its new-tab page) are the browser's own UI, not
+    # the network; Chromium 156 loads the latter when it starts.
+    own_ui = ("chrome://", "chrome-untrusted://")
+    outside = [url for url in requested_urls(browser)
+               if not url.startswith(("file://", "data:", "about:", "blob:", *own_ui))]
     assert outside == [], f"requests outside file://: {outside}"
