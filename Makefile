@@ -17,7 +17,7 @@ NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 
 .PHONY: help setup test unit mutants-check mutants notebooks site site-tests lab data ladder \
-        bench diff clean
+        ablation bench diff clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
@@ -27,6 +27,8 @@ help:
 	@echo "make mutants plant every classic bug and prove a test catches it; writes assets/mutants.json"
 	@echo "             (make mutants ONLY=bug04 tries only the mutations whose names contain bug04)"
 	@echo "make ladder  retrain every stage on the shared budget; writes assets/ladder.json"
+	@echo "make ablation  train stage 07 with and without each of the paper's options (about"
+	@echo "             20 minutes); writes assets/ablation.json for notebook 10"
 	@echo "make bench   time stage 07 against torch.nn.Transformer (benchmarks/results.json)"
 	@echo "make diff A=03 B=04   print what stage B changes in stage A"
 	@echo "make clean   remove build/, site/ and the virtualenv"
@@ -86,6 +88,9 @@ data: $(INSTALLED)
 
 ladder: $(INSTALLED)
 	$(NOTEBOOK_ENV) $(BIN)/python -m toolkit.ladder
+
+ablation: $(INSTALLED)
+	$(NOTEBOOK_ENV) $(BIN)/python -m toolkit.ablation
 
 bench: $(INSTALLED)
 	$(BIN)/python benchmarks/bench.py

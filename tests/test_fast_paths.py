@@ -15,14 +15,17 @@ TGT = torch.tensor([[BOS_ID, 8, 11, 6, 7], [BOS_ID, 9, 12, PAD_ID, PAD_ID],
                     [BOS_ID, 5, 5, 9, PAD_ID]])
 
 
-def make_model(seed: int, vocab: int = 30) -> stage.Transformer:
+def make_model(seed: int, vocab: int = 30, **flags) -> stage.Transformer:
     torch.manual_seed(seed)
-    return stage.Transformer(20, vocab, embed_dim=16, num_heads=4, ff_dim=40).eval()
+    return stage.Transformer(20, vocab, embed_dim=16, num_heads=4, ff_dim=40, **flags).eval()
 
 
+@pytest.mark.parametrize("flags", [{}, {"scale_embeddings": True, "tie_embeddings": True}],
+                         ids=["plain", "paper-options"])
 @pytest.mark.parametrize("seed", range(6))
-def test_the_cached_decoder_gives_exactly_the_uncached_tokens(seed):
-    model = make_model(seed, vocab=8)  # a small vocabulary, so <eos> comes early sometimes
+def test_the_cached_decoder_gives_exactly_the_uncached_tokens(seed, flags):
+    # a small vocabulary, so <eos> comes early sometimes
+    model = make_model(seed, vocab=8, **flags)
     limits = torch.tensor([9, 4, 12])
     assert cached_greedy_decode(model, SRC, limits) == greedy_decode(model, SRC, limits)
 

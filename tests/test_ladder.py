@@ -35,3 +35,15 @@ def test_the_table_puts_a_live_run_beside_its_committed_rung():
     frame = ladder.table(committed, live)
     assert frame.loc[("01 Naive attention", "this run"), "exact match %"] == 99.0
     assert ("01 Naive attention", "committed") in frame.index
+
+
+def test_the_readme_table_is_the_committed_ladder():
+    """The README's numbers come from ladder.json; `make ladder` rewrites both."""
+    readme = ladder.README_PATH.read_text(encoding="utf-8")
+    start = readme.index(ladder.TABLE_START) + len(ladder.TABLE_START)
+    written = readme[start: readme.index(ladder.TABLE_END)].strip()
+    assert written == ladder.markdown_table(ladder.load_ladder()), "run make ladder"
+
+
+def test_the_chart_exists_for_the_readme_and_the_site():
+    assert ladder.CHART_PATH.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

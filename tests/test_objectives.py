@@ -79,3 +79,19 @@ def test_unbatched_stages_get_one_unpadded_sentence_at_a_time():
         assert torch.equal(src, src_row[src_row != PAD_ID])
         assert torch.equal(tgt, tgt_row[tgt_row != PAD_ID])
     assert torch.all(logits[1, 3:] == 0)  # padded positions carry no logits
+
+
+@pytest.mark.parametrize("objective", [last_position, teacher_forcing])
+def test_label_smoothing_reaches_the_loss(objective):
+    """The paper's label smoothing: the same logits, a loss with smoothed targets."""
+    model = Spy(vocab_size=12)
+    losses = {}
+    for smoothing in (0.0, 0.1):
+        torch.manual_seed(0)  # the spy draws the same logits both times
+        losses[smoothing] = objective(model, BATCH, torch.Generator().manual_seed(0),
+                                      label_smoothing=smoothing)
+    assert not torch.allclose(losses[0.0], losses[0.1])
+    if objective is teacher_forcing:
+        expected = F.cross_entropy(model.logits.reshape(-1, 12), TGT[:, 1:].reshape(-1),
+                                   ignore_index=PAD_ID, label_smoothing=0.1)
+        assert torch.allclose(losses[0.1], expected)

@@ -176,3 +176,45 @@ def test_the_torch_nn_translator_computes_our_logits():
         got, expected = ours.eval()(SRC, TGT), translator.eval()(SRC, TGT)
     real = TGT != PAD_ID
     assert (got[real] - expected[real]).abs().max() <= TOLERANCE[torch.float64]
+
+
+def paper_model(**flags) -> stage.Transformer:
+    torch.manual_seed(0)
+    return stage.Transformer(20, 30, embed_dim=EMBED_DIM, num_heads=NUM_HEADS, ff_dim=FF_DIM,
+                             **flags).eval()
+
+
+def test_scaled_embeddings_start_at_std_one_over_sqrt_d_and_are_multiplied_by_sqrt_d():
+    """The paper's x sqrt(d_model), paired with small embeddings so PE is not drowned out."""
+    model = paper_model(scale_embeddings=True)
+    for embedding in (model.src_embed, model.tgt_embed):
+        assert abs(embedding.weight.std().item() - EMBED_DIM**-0.5) < 0.05
+    seen = []
+    model.positions.register_forward_hook(lambda module, args, output: seen.append(args[0]))
+    with torch.no_grad():
+        model(SRC, TGT)
+        assert torch.allclose(seen[0], model.src_embed(SRC) * math.sqrt(EMBED_DIM))
+        assert torch.allclose(seen[1], model.tgt_embed(TGT) * math.sqrt(EMBED_DIM))
+
+
+def test_tied_embeddings_are_one_matrix_that_trains_as_one():
+    model = paper_model(tie_embeddings=True).train()
+    assert model.out_proj.weight is model.tgt_embed.weight
+    untied = sum(p.numel() for p in paper_model().parameters())
+    assert sum(p.numel() for p in model.parameters()) == untied - 30 * EMBED_DIM
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(SRC, TGT).sum().backward()
+    optimizer.step()
+    assert model.out_proj.weight is model.tgt_embed.weight  # still shared after a step
+
+
+def test_the_paper_options_still_compute_what_nn_transformer_computes():
+    from toolkit.from_torch_nn import TorchNNTranslator
+
+    ours = paper_model(scale_embeddings=True, tie_embeddings=True).double()
+    translator = TorchNNTranslator(ours, NUM_HEADS, FF_DIM).double()
+    load_nn_transformer(ours, randomise(translator.transformer))
+    with torch.no_grad():
+        got, expected = ours(SRC, TGT), translator.eval()(SRC, TGT)
+    real = TGT != PAD_ID
+    assert (got[real] - expected[real]).abs().max() <= TOLERANCE[torch.float64]

@@ -176,10 +176,18 @@ class Transformer(nn.Module):
         ff_dim: int = 256,
         dropout: float = 0.0,
         max_seq_len: int = 256,
+        scale_embeddings: bool = False,  # New: the paper's x sqrt(embed_dim), off by default
+        tie_embeddings: bool = False,  # New: the paper's shared target embedding and out_proj
     ):
         super().__init__()
         self.src_embed = nn.Embedding(src_vocab_size, embed_dim)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, embed_dim)
+        # sqrt(embed_dim) pairs with embeddings of std 1/sqrt(embed_dim), not nn.Embedding's 1:
+        # otherwise the scaled embeddings drown the +-1 positional encoding.
+        self.embed_scale = math.sqrt(embed_dim) if scale_embeddings else 1.0  # New:
+        if scale_embeddings:  # New:
+            for embedding in (self.src_embed, self.tgt_embed):
+                nn.init.normal_(embedding.weight, std=embed_dim**-0.5)
         self.positions = PositionalEncoding(embed_dim, max_seq_len)
         self.dropout = nn.Dropout(dropout)
         self.encoder_layers = nn.ModuleList(
@@ -187,9 +195,12 @@ class Transformer(nn.Module):
         self.decoder_layers = nn.ModuleList(
             DecoderLayer(embed_dim, num_heads, ff_dim, dropout) for _ in range(num_decoder_layers))
         self.out_proj = nn.Linear(embed_dim, tgt_vocab_size)
+        if tie_embeddings:  # New: one (tgt_vocab_size, embed_dim) matrix reads and writes words
+            self.out_proj.weight = self.tgt_embed.weight
 
     def encode(self, src: torch.Tensor, src_padding: torch.Tensor) -> torch.Tensor:
-        x = self.dropout(self.positions(self.src_embed(src)))  # (batch, src_len, embed_dim)
+        x = self.src_embed(src) * self.embed_scale  # (batch, src_len, embed_dim)  # New: scale
+        x = self.dropout(self.positions(x))
         for layer in self.encoder_layers:
             x = layer(x, src_padding)  # (batch, src_len, embed_dim)
         return x
@@ -198,7 +209,8 @@ class Transformer(nn.Module):
         self, tgt: torch.Tensor, memory: torch.Tensor, src_padding: torch.Tensor
     ) -> torch.Tensor:
         # tgt: (batch, tgt_len), memory: (batch, src_len, embed_dim), the encoder output
-        y = self.dropout(self.positions(self.tgt_embed(tgt)))  # (batch, tgt_len, embed_dim)
+        y = self.tgt_embed(tgt) * self.embed_scale  # (batch, tgt_len, embed_dim)  # New: scale
+        y = self.dropout(self.positions(y))
         # No target padding mask is needed: padding sits on the right, after every real
         # token, so the causal mask already hides it from every real position.
         future = causal_mask(tgt.size(1), tgt.device)  # (tgt_len, tgt_len)

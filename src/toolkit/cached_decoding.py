@@ -47,7 +47,8 @@ def cached_greedy_decode(
 
     def next_logits(tokens: torch.Tensor, step: int) -> torch.Tensor:
         """Run only the newest position through the decoder, reusing everything before it."""
-        y = model.tgt_embed(tokens[:, -1:]) + model.positions.encoding[step]  # (batch, 1, d)
+        y = model.tgt_embed(tokens[:, -1:]) * model.embed_scale  # (batch, 1, embed_dim)
+        y = y + model.positions.encoding[step]
         for index, layer in enumerate(model.decoder_layers):
             attn = layer.self_attn
             q = attn.split_heads(attn.q_proj(y))  # (batch, heads, 1, head_dim)

@@ -91,6 +91,7 @@ class TorchNNTranslator(nn.Module):
         # Copies, not shared modules: training one model must never move the other.
         self.src_embed, self.tgt_embed = deepcopy(model.src_embed), deepcopy(model.tgt_embed)
         self.positions, self.out_proj = deepcopy(model.positions), deepcopy(model.out_proj)
+        self.embed_scale = model.embed_scale  # 1, or sqrt(embed_dim) with scale_embeddings
         self.transformer = nn.Transformer(
             embed_dim, num_heads, len(model.encoder_layers), len(model.decoder_layers), ff_dim,
             dropout=0.0, batch_first=True)
@@ -99,12 +100,12 @@ class TorchNNTranslator(nn.Module):
         self.transformer.decoder.norm = nn.Identity()
 
     def encode(self, src: torch.Tensor, src_padding: torch.Tensor) -> torch.Tensor:
-        x = self.positions(self.src_embed(src))  # (batch, src_len, embed_dim)
+        x = self.positions(self.src_embed(src) * self.embed_scale)  # (batch, src_len, embed_dim)
         return self.transformer.encoder(x, src_key_padding_mask=src_padding)
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor,
                src_padding: torch.Tensor) -> torch.Tensor:
-        y = self.positions(self.tgt_embed(tgt))  # (batch, tgt_len, embed_dim)
+        y = self.positions(self.tgt_embed(tgt) * self.embed_scale)  # (batch, tgt_len, embed_dim)
         future = torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool, device=tgt.device)
         y = self.transformer.decoder(y, memory, tgt_mask=future.triu(1),
                                      memory_key_padding_mask=src_padding)

@@ -10,12 +10,14 @@ import hashlib
 import importlib
 import json
 import sys
+import textwrap
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
 
 import pandas as pd
 import torch
+from matplotlib.figure import Figure  # no pyplot: a script needs no GUI backend
 from torch import nn
 
 from toolkit.batches import endless, loader
@@ -26,11 +28,16 @@ from toolkit.evaluation import evaluate
 from toolkit.metrics import Report
 from toolkit.outline import STAGES
 from toolkit.outline import stage as stage_info
-from toolkit.recipes import RECIPES
+from toolkit.recipes import RECIPES, Recipe
 from toolkit.stage_api import count_parameters
 from toolkit.training import History, evaluate_loss, train
 
 LADDER_PATH = Path(__file__).resolve().parents[2] / "assets" / "ladder.json"
+CHART_PATH = LADDER_PATH.with_suffix(".png")
+README_PATH = LADDER_PATH.parents[1] / "README.md"
+# The README's results table sits between these lines; `make ladder` rewrites it.
+TABLE_START = "<!-- ladder table: written by make ladder -->"
+TABLE_END = "<!-- end of ladder table -->"
 # The toolkit modules whose code changes the numbers: data, training, decoding, scoring.
 TRAINING_CODE = ("tokens", "vocab", "batches", "data", "stage_api", "objectives", "training",
                  "recipes", "decoding", "metrics", "evaluation")
@@ -83,12 +90,14 @@ def toolkit_hash() -> str:
 
 
 def rung(
-    number: int, model: nn.Module, history: History, validation_loss: float, report: Report
+    number: int, model: nn.Module, history: History, validation_loss: float, report: Report,
+    recipe: Recipe | None = None, title: str | None = None,
 ) -> Rung:
-    """Gather a finished run into its rung of the ladder."""
-    recipe = RECIPES[number]
+    """Gather a finished run into its rung of the ladder (or a row of another comparison)."""
+    recipe = recipe or RECIPES[number]
     return Rung(
-        stage=number, title=stage_info(number).title, parameters=count_parameters(model),
+        stage=number, title=title or stage_info(number).title,
+        parameters=count_parameters(model),
         steps=recipe.steps, batch_size=recipe.batch_size,
         training_seconds=round(history.seconds, 1), train_loss=round(history.final_loss(), 4),
         validation_loss=round(validation_loss, 4), exact_match=round(report.exact_match, 2),
@@ -99,19 +108,19 @@ def rung(
     )
 
 
-def climb(number: int, data: CourseData, device: torch.device | str = "cpu") -> Rung:
-    """Train one stage with its recipe and score it on the test split."""
-    stage, recipe = stage_module(number), RECIPES[number]
+def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
+          recipe: Recipe | None = None, title: str | None = None) -> Rung:
+    """Train one stage with its recipe (or another) and score it on the test split."""
+    stage, recipe = stage_module(number), recipe or RECIPES[number]
     torch.manual_seed(recipe.seed)
     model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), **recipe.model)
     batches = endless(loader(data.train, recipe.batch_size, seed=recipe.seed))
-    history = train(model, stage.objective, batches, steps=recipe.steps, lr=recipe.lr,
-                    warmup_steps=recipe.warmup_steps, device=device,
-                    description=f"stage {number:02d}")
+    history = train(model, stage.objective, batches, device=device,
+                    description=title or f"stage {number:02d}", **recipe.training())
     validation = loader(data.validation, batch_size=100, shuffle=False)
     validation_loss = evaluate_loss(model, stage.objective, validation, device)
     report, _ = evaluate(model, data, "test", device)
-    return rung(number, model, history, validation_loss, report)
+    return rung(number, model, history, validation_loss, report, recipe, title)
 
 
 def load_ladder(path: Path = LADDER_PATH) -> dict[int, Rung]:
@@ -124,12 +133,15 @@ def load_ladder(path: Path = LADDER_PATH) -> dict[int, Rung]:
         raise ValueError(f"{path} has an older format ({error}): run `make ladder`") from error
 
 
+def is_stale(entry: Rung) -> bool:
+    """True if its stage module, the corpus or the training code changed since it was run."""
+    return (entry.stage_sha256, entry.corpus_sha256, entry.toolkit_sha256) != (
+        stage_hash(entry.stage), corpus_hash(), toolkit_hash())
+
+
 def stale_stages(ladder: dict[int, Rung]) -> list[int]:
     """Stages whose module, corpus or training code changed since their rung was computed."""
-    corpus, toolkit = corpus_hash(), toolkit_hash()
-    return [number for number, entry in ladder.items()
-            if (entry.stage_sha256, entry.corpus_sha256, entry.toolkit_sha256)
-            != (stage_hash(number), corpus, toolkit)]
+    return [number for number, entry in ladder.items() if is_stale(entry)]
 
 
 def table(ladder: dict[int, Rung], live: Rung | None = None) -> pd.DataFrame:
@@ -146,6 +158,43 @@ def table(ladder: dict[int, Rung], live: Rung | None = None) -> pd.DataFrame:
     return frame.set_index(["stage", "run"])
 
 
+def markdown_table(ladder: dict[int, Rung]) -> str:
+    """The README's results table, so its numbers come from ladder.json and nowhere else."""
+    lines = ["| stage | parameters | training time | exact match | BLEU | held-out exact match |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r.stage:02d} {r.title} | {r.parameters:,} | {r.training_seconds:.0f} s | "
+              f"{r.exact_match:.1f}% | {r.bleu:.1f} | {r.per_phenomenon['held_out']:.1f}% |"
+              for r in (ladder[number] for number in sorted(ladder))]
+    return "\n".join(lines)
+
+
+def write_readme_table(ladder: dict[int, Rung], readme: Path = README_PATH) -> None:
+    """Replace the table between the README's markers with the current ladder."""
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
+    readme.write_text(f"{text[:start]}\n{markdown_table(ladder)}\n{text[end:]}",
+                      encoding="utf-8")
+
+
+def chart(ladder: dict[int, Rung]) -> Figure:
+    """Three bars per stage: what each idea buys, readable at a glance."""
+    numbers = sorted(ladder)
+    figure = Figure(figsize=(9, 3.6))
+    ax = figure.subplots()
+    bars = {"exact match %": [ladder[n].exact_match for n in numbers],
+            "held-out exact match %": [ladder[n].per_phenomenon["held_out"] for n in numbers],
+            "BLEU": [ladder[n].bleu for n in numbers]}
+    for offset, (label, values) in zip((-0.27, 0.0, 0.27), bars.items(), strict=True):
+        ax.bar([n + offset for n in numbers], values, 0.27, label=label)
+    ax.set_xticks(numbers, [f"{n:02d}\n{textwrap.fill(ladder[n].title, 14)}" for n in numbers],
+                  fontsize=8)
+    ax.set(ylim=(0, 100), title="What each idea buys, on one shared budget")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    figure.tight_layout()
+    return figure
+
+
 def main(numbers: list[int]) -> None:
     """Recompute the given stages (all by default) and merge them into the committed file."""
     torch.set_num_threads(1)
@@ -157,7 +206,9 @@ def main(numbers: list[int]) -> None:
               f"BLEU {ladder[number].bleu:.1f}")
     rungs = [asdict(ladder[number]) for number in sorted(ladder)]
     LADDER_PATH.write_text(json.dumps({"rungs": rungs}, indent=1, ensure_ascii=False) + "\n")
-    print(f"wrote {LADDER_PATH}")
+    chart(ladder).savefig(CHART_PATH, dpi=110)
+    write_readme_table(ladder)
+    print(f"wrote {LADDER_PATH}, {CHART_PATH.name} and the README's results table")
 
 
 if __name__ == "__main__":

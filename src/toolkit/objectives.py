@@ -22,7 +22,8 @@ def sequence_loss(
 
 
 def last_position(
-    model: torch.nn.Module, batch: Batch, generator: torch.Generator | None = None
+    model: torch.nn.Module, batch: Batch, generator: torch.Generator | None = None,
+    label_smoothing: float = 0.0,
 ) -> torch.Tensor:
     """Without a causal mask every position sees the whole prefix, so score only the last one.
 
@@ -39,12 +40,13 @@ def last_position(
     rows = torch.arange(tgt.size(0), device=tgt.device)
     targets = torch.full_like(prefix, PAD_ID)  # (batch, max_n): <pad> is not scored
     targets[rows, n - 1] = tgt[rows, n]
-    return sequence_loss(logits, targets)
+    return sequence_loss(logits, targets, label_smoothing)
 
 
 def teacher_forcing(
-    model: torch.nn.Module, batch: Batch, generator: torch.Generator | None = None
+    model: torch.nn.Module, batch: Batch, generator: torch.Generator | None = None,
+    label_smoothing: float = 0.0,
 ) -> torch.Tensor:
     """With a causal mask every position may be scored: feed tgt[:-1], predict tgt[1:]."""
     logits = forward_batch(model, batch.src, batch.tgt[:, :-1])  # (batch, tgt_len - 1, vocab)
-    return sequence_loss(logits, batch.tgt[:, 1:])
+    return sequence_loss(logits, batch.tgt[:, 1:], label_smoothing)

@@ -13,7 +13,8 @@ from tqdm import tqdm  # plain text, never the ipywidget: it must render offline
 
 from toolkit.batches import Batch
 
-Objective = Callable[[nn.Module, Batch, torch.Generator | None], torch.Tensor]
+# objective(model, batch, generator, label_smoothing=...) -> loss; see toolkit.objectives
+Objective = Callable[..., torch.Tensor]
 
 
 @dataclass
@@ -54,11 +55,18 @@ def train(
     max_grad_norm: float = 1.0,
     progress: TextIO | None = None,
     description: str = "training",
+    label_smoothing: float = 0.0,
+    betas: tuple[float, float] = (0.9, 0.98),
+    eps: float = 1e-9,
 ) -> History:
-    """Train for a budget in optimiser steps (not seconds), so runs compare across machines."""
+    """Train for a budget in optimiser steps (not seconds), so runs compare across machines.
+
+    The defaults are the paper's Adam (betas 0.9 and 0.98, eps 1e-9); `label_smoothing`
+    (the paper uses 0.1) spreads that much of each target's probability over the vocabulary.
+    """
     model.to(device).train()
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: warmup_then_decay(step + 1, warmup_steps)
     )
@@ -70,7 +78,7 @@ def train(
     )
     for _ in bar:
         batch = next(batches).to(device)
-        loss = objective(model, batch, generator)
+        loss = objective(model, batch, generator, label_smoothing=label_smoothing)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
