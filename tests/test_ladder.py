@@ -3,6 +3,7 @@
 import dataclasses
 
 import toolkit.ladder as ladder
+from toolkit import ablation
 from toolkit.recipes import BATCH_SIZE, RECIPES, STEPS
 
 
@@ -39,11 +40,22 @@ def test_the_table_puts_a_live_run_beside_its_committed_rung():
 
 def test_the_readme_table_is_the_committed_ladder():
     """The README's numbers come from ladder.json; `make ladder` rewrites both."""
-    readme = ladder.README_PATH.read_text(encoding="utf-8")
-    start = readme.index(ladder.TABLE_START) + len(ladder.TABLE_START)
-    written = readme[start: readme.index(ladder.TABLE_END)].strip()
+    written = ladder.readme_section(ladder.TABLE_START, ladder.TABLE_END)
     assert written == ladder.markdown_table(ladder.load_ladder()), "run make ladder"
 
 
 def test_the_chart_exists_for_the_readme_and_the_site():
     assert ladder.CHART_PATH.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_readme_ablation_table_is_the_committed_ablation():
+    written = ladder.readme_section(ablation.TABLE_START, ablation.TABLE_END)
+    assert written == ablation.markdown_table(ablation.load_ablation()), "run make ablation"
+
+
+def test_the_ablation_covers_every_variant_on_one_budget_and_is_not_stale():
+    rows = ablation.load_ablation()
+    assert list(rows) == list(ablation.VARIANTS)
+    assert {(r.steps, r.batch_size) for r in rows.values()} == {
+        (ablation.PAPER.steps, ablation.PAPER.batch_size)}
+    assert [name for name, r in rows.items() if ladder.is_stale(r)] == [], "run make ablation"

@@ -21,6 +21,8 @@ from toolkit.ladder import Rung
 from toolkit.recipes import PAPER, RECIPES
 
 ABLATION_PATH = ladder.LADDER_PATH.with_name("ablation.json")
+TABLE_START = "<!-- ablation table: written by make ablation -->"
+TABLE_END = "<!-- end of ablation table -->"
 FULL = "the paper's recipe"
 VARIANTS = {
     FULL: PAPER,
@@ -62,6 +64,16 @@ def table(rows: dict[str, Rung]) -> pd.DataFrame:
     return frame.set_index("variant")
 
 
+def markdown_table(rows: dict[str, Rung]) -> str:
+    """The README's ablation table, read from ablation.json like the ladder's."""
+    lines = ["| variant | exact match | BLEU | held-out exact match | training time |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {name} | {r.exact_match:.1f}% | {r.bleu:.1f} | "
+              f"{r.per_phenomenon['held_out']:.1f}% | {r.training_seconds:.0f} s |"
+              for name, r in rows.items()]
+    return "\n".join(lines)
+
+
 def main() -> None:
     """Run every variant (about 3 minutes each, two at a time) and write the table."""
     with ProcessPoolExecutor(2) as pool:
@@ -70,7 +82,8 @@ def main() -> None:
         print(f"{row['title']:<44} exact match {row['exact_match']:5.1f}%  BLEU {row['bleu']:5.1f}"
               f"  held-out {row['per_phenomenon']['held_out']:5.1f}%")
     ABLATION_PATH.write_text(json.dumps({"rows": rows}, indent=1, ensure_ascii=False) + "\n")
-    print(f"wrote {ABLATION_PATH}")
+    ladder.write_readme_section(TABLE_START, TABLE_END, markdown_table(load_ablation()))
+    print(f"wrote {ABLATION_PATH} and the README's ablation table")
 
 
 if __name__ == "__main__":

@@ -168,12 +168,18 @@ def markdown_table(ladder: dict[int, Rung]) -> str:
     return "\n".join(lines)
 
 
-def write_readme_table(ladder: dict[int, Rung], readme: Path = README_PATH) -> None:
-    """Replace the table between the README's markers with the current ladder."""
+def write_readme_section(start_marker: str, end_marker: str, content: str,
+                         readme: Path = README_PATH) -> None:
+    """Replace what lies between two marker lines of the README: numbers with one source."""
     text = readme.read_text(encoding="utf-8")
-    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
-    readme.write_text(f"{text[:start]}\n{markdown_table(ladder)}\n{text[end:]}",
-                      encoding="utf-8")
+    start, end = text.index(start_marker) + len(start_marker), text.index(end_marker)
+    readme.write_text(f"{text[:start]}\n{content}\n{text[end:]}", encoding="utf-8")
+
+
+def readme_section(start_marker: str, end_marker: str, readme: Path = README_PATH) -> str:
+    """What lies between two marker lines of the README, for the tests."""
+    text = readme.read_text(encoding="utf-8")
+    return text[text.index(start_marker) + len(start_marker): text.index(end_marker)].strip()
 
 
 def chart(ladder: dict[int, Rung]) -> Figure:
@@ -207,7 +213,7 @@ def main(numbers: list[int]) -> None:
     rungs = [asdict(ladder[number]) for number in sorted(ladder)]
     LADDER_PATH.write_text(json.dumps({"rungs": rungs}, indent=1, ensure_ascii=False) + "\n")
     chart(ladder).savefig(CHART_PATH, dpi=110)
-    write_readme_table(ladder)
+    write_readme_section(TABLE_START, TABLE_END, markdown_table(ladder))
     print(f"wrote {LADDER_PATH}, {CHART_PATH.name} and the README's results table")
 
 
