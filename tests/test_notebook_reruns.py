@@ -71,14 +71,19 @@ def table_text(html: str) -> str:
 def results(cell: nbformat.NotebookNode) -> list[str]:
     """What a cell showed, as comparable strings: text with timings masked, figures hashed.
 
-    Progress bars redraw at wall-clock intervals, so only the last state of stderr counts.
+    Progress bars redraw at wall-clock intervals, so only the last state of stderr counts;
+    the kernel cuts printed text into stream outputs at arbitrary points, so consecutive
+    stdout pieces are joined before they are compared.
     """
     shown, stderr = [], ""
     for output in cell.get("outputs", []):
         if output.output_type == "stream" and output.name == "stderr":
             stderr += output.text
         elif output.output_type == "stream":
-            shown.append(masked(output.text))
+            if shown and shown[-1].startswith("stdout: "):
+                shown[-1] = masked(shown[-1] + output.text)
+            else:
+                shown.append(masked("stdout: " + output.text))
         elif output.output_type in ("execute_result", "display_data"):
             data = output.data
             if "image/png" in data:
