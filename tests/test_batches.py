@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from toolkit import properties
 from toolkit.batches import collate, encode_source, encode_target, endless, loader
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
@@ -13,10 +14,13 @@ def test_longest_target_keeps_every_word_bos_and_eos():
     """Pad length must be computed after <bos>/<eos> are added (classic bug 3)."""
     sentences = [["a"], ["a", "b", "c", "d", "e"], ["f", "g"]]
     pairs = [(encode_source(["a"], VOCAB), encode_target(s, VOCAB)) for s in sentences]
+    targets = [target for _, target in pairs]
+    for target, sentence in zip(targets, sentences, strict=True):
+        problem = properties.framing_problem(target, sentence, VOCAB)
+        assert problem is None, problem
     batch = collate(pairs).tgt  # (batch, longest): the path every training batch takes
-    for row, sentence in zip(batch.tolist(), sentences, strict=True):
-        real = [i for i in row if i != PAD_ID]
-        assert real == [BOS_ID] + VOCAB.encode(sentence) + [EOS_ID]
+    problem = properties.padded_batch_problem(batch, targets)
+    assert problem is None, problem
     assert batch.shape == (3, 5 + 2)
 
 

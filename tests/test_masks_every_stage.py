@@ -9,6 +9,7 @@ import importlib
 import pytest
 import torch
 
+from toolkit import properties
 from toolkit.stage_api import attention_maps
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -72,9 +73,19 @@ def test_padded_keys_get_exactly_zero_weight_in_every_attention(stage):
     logits(model)  # sentence 2 is <pad> from key 3 on; sentence 1 is real there
     for name, weights in attention_maps(model).items():
         if name.startswith("encoder") or "cross" in name:
-            columns = weights.reshape(2, -1, weights.size(-1))[:, :, 3:]  # keys 3.. of both
-            assert torch.all(columns[1] == 0), name  # sentence 2: those keys are <pad>
-            assert torch.all(columns[0] > 0), name  # sentence 1: real keys stay visible
+            problem = properties.padding_problem(weights, SRC == PAD_ID)
+            assert problem is None, f"{name}: {problem}"
+        else:  # decoder self-attention: only the future is hidden
+            problem = properties.causal_problem(weights > 0)
+            assert problem is None, f"{name}: {problem}"
+
+
+@pytest.mark.parametrize("length", [1, 2, 7])
+def test_the_causal_mask_hides_exactly_the_future(stage, length):
+    mask = stage.causal_mask(length, torch.device("cpu"))  # (length, length), True = hidden
+    problem = properties.tensor_problem(mask, (length, length), torch.bool)
+    problem = problem or properties.causal_problem(~mask)
+    assert problem is None, problem
 
 
 def test_masks_are_combined_first_and_filled_once_per_attention(stage, monkeypatch):

@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from spies import Spy
 
+from toolkit import properties
 from toolkit.batches import Batch
 from toolkit.objectives import last_position, sequence_loss, teacher_forcing
 from toolkit.stage_api import forward_batch
@@ -30,6 +31,11 @@ def test_sequence_loss_is_cross_entropy_of_raw_logits_over_real_tokens():
     assert torch.allclose(sequence_loss(logits, TGT), expected)
 
 
+def test_sequence_loss_averages_raw_logits_over_real_targets_only():
+    problem = properties.loss_problem(sequence_loss)
+    assert problem is None, problem
+
+
 def test_sequence_loss_ignores_pad_positions():
     torch.manual_seed(1)
     logits = torch.randn(3, 6, 12)
@@ -48,7 +54,9 @@ def test_last_position_never_shows_the_token_it_scores(seed):
     for row in range(TGT.size(0)):
         n = int((prefix[row] != PAD_ID).sum())
         assert 1 <= n < int((TGT[row] != PAD_ID).sum())
-        assert torch.equal(prefix[row, :n], TGT[row, :n])  # the true prefix, nothing more
+        ids = [i for i in TGT[row].tolist() if i != PAD_ID]
+        problem = properties.next_token_problem(prefix[row, :n].tolist(), ids[n], ids, n)
+        assert problem is None, problem  # the true prefix, nothing more
         assert scored[row].nonzero().flatten().tolist() == [n - 1]  # only its last position
 
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from stages import stage05_stacking as stage
+from toolkit import properties
 from toolkit.stage_api import count_parameters
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -71,12 +72,8 @@ def test_every_decoder_layer_receives_the_final_encoder_output(module):
     torch.manual_seed(0)
     model = stacked.Transformer(20, 30, embed_dim=16, num_encoder_layers=3,
                                 num_decoder_layers=2, **STACKED[module]).eval()
-    received = []
-    for layer in model.decoder_layers:
-        layer.register_forward_hook(lambda module, args, out: received.append(args[1]))
-    with torch.no_grad():
+    with torch.no_grad(), properties.recording(model.encoder_layers) as encoder_calls, \
+            properties.recording(model.decoder_layers) as decoder_calls:
         model(SRC, TGT)
-        final = model.encode(SRC, SRC == PAD_ID)
-    assert len(received) == len(model.decoder_layers)
-    for memory in received:
-        assert torch.equal(memory, final)
+    problem = properties.stacking_problem(encoder_calls, decoder_calls)
+    assert problem is None, problem

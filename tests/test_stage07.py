@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from stages import stage07_multi_head as stage
+from toolkit import properties
 from toolkit.from_torch_nn import copy_attention, load_nn_transformer
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -61,11 +62,19 @@ def test_scores_are_scaled_by_one_over_sqrt_head_dim():
     x = torch.randn(1, 3, EMBED_DIM)
     with torch.no_grad():
         attention(x, x)
-        q = attention.split_heads(attention.q_proj(x))
+        q = attention.split_heads(attention.q_proj(x))  # (1, heads, 3, head_dim)
         k = attention.split_heads(attention.k_proj(x))
-        raw = q @ k.transpose(-2, -1)  # (1, heads, 3, 3)
-    assert torch.allclose(attention.attention, (raw / math.sqrt(HEAD_DIM)).softmax(-1))
-    assert not torch.allclose(attention.attention, (raw / math.sqrt(EMBED_DIM)).softmax(-1))
+    problem = properties.scaling_problem(attention.attention, q, k)
+    assert problem is None, problem
+
+
+def test_split_heads_gives_each_head_its_own_slice_of_features():
+    """A view to (batch, heads, len, head_dim) without the transpose mixes positions (bug 6)."""
+    attention = make_attention()
+    x = torch.randn(2, 5, EMBED_DIM)
+    problem = properties.split_problem(attention.split_heads(x), x, NUM_HEADS)
+    assert problem is None, problem
+    assert torch.equal(attention.merge_heads(attention.split_heads(x)), x)
 
 
 def test_indivisible_embed_dim_is_refused_naming_both_numbers():
