@@ -16,12 +16,13 @@ NOTEBOOK_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1
 NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 
-.PHONY: help setup test unit mutants-check mutants notebooks site site-tests lab data ladder \
-        ablation bench diff clean
+.PHONY: help setup test unit mutants-check mutants notebooks student student-tests site \
+        site-tests lab data ladder ablation bench diff clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
 	@echo "make site    execute the notebooks if needed and render the course to site/"
+	@echo "make student write student/: the notebooks without the exercise answers, for a class"
 	@echo "make lab     open the notebooks in JupyterLab"
 	@echo "make data    regenerate the built-in corpus in assets/data/"
 	@echo "make mutants plant every classic bug and prove a test catches it; writes assets/mutants.json"
@@ -41,12 +42,12 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
-test: unit mutants-check notebooks site-tests
+test: unit mutants-check notebooks student-tests site-tests
 
 unit: $(INSTALLED)
 	$(BIN)/ruff check .
 	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider --timeout=600 \
-		--ignore=tests/site
+		--ignore=tests/site --ignore=tests/student
 
 # Plant each bug of toolkit/mutations.py in a temporary copy of the code and run the tests
 # that import it: every mutation must be killed by a failing assertion.
@@ -64,6 +65,16 @@ notebooks: $(INSTALLED)
 	cp $(NOTEBOOKS) build/notebooks/
 	$(NOTEBOOK_ENV) $(NBMAKE) build/notebooks
 	touch $(EXECUTED)
+
+# The class's copies: every cell tagged `solution` left out, outputs cleared (never committed).
+student: $(INSTALLED)
+	rm -rf student
+	$(BIN)/python -m toolkit.student
+
+# Run the student copies: before any exercise is solved, each check must fail with its hint.
+student-tests: student
+	$(NOTEBOOK_ENV) REQUIRE_STUDENT=1 $(BIN)/pytest tests/student -n 2 -p no:cacheprovider \
+		--timeout=900 --durations=0
 
 $(EXECUTED): $(NOTEBOOKS) $(SOURCES) | $(INSTALLED)
 	$(MAKE) notebooks

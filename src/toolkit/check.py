@@ -38,7 +38,7 @@ def _fail_on(problem: str | None, case: str) -> None:
 
 
 def _passed(name: str, cases: str) -> None:
-    print(f"\N{CHECK MARK} {name} passes on {cases}.")
+    print(f"\N{CHECK MARK} {name}: correct on {cases}.")
 
 
 def _name(fn: Callable) -> str:

@@ -1,0 +1,85 @@
+"""Every exercise is a stub, one possible answer and a check; `make student` keeps the stubs."""
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from toolkit import check
+from toolkit.student import (
+    CHECK,
+    SOLUTION,
+    STUB,
+    ExerciseLayoutError,
+    defined_names,
+    student_version,
+    tags,
+    write_student_notebooks,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+TAUGHT = sorted((ROOT / "notebooks").glob("0[0-7]_*.ipynb"))  # the data notebook and stages
+CHECKERS = {name for name in dir(check)
+            if callable(getattr(check, name))
+            and (getattr(check, name).__doc__ or "").startswith("Exercise")}
+
+
+def cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def checkers_called(cell: dict) -> set[str]:
+    return set(re.findall(r"check\.(\w+)\(", "".join(cell["source"])))
+
+
+@pytest.mark.parametrize("path", TAUGHT, ids=lambda path: path.name)
+def test_each_notebook_has_two_checked_exercises_laid_out_stub_answer_check(path):
+    notebook = cells(path)
+    solutions = [i for i, cell in enumerate(notebook) if SOLUTION in tags(cell)]
+    assert len(solutions) >= 2
+    for i in solutions:
+        stub, answer, checker = notebook[i - 1], notebook[i], notebook[i + 1]
+        assert STUB in tags(stub) and CHECK in tags(checker), answer["id"]
+        assert defined_names(stub) == defined_names(answer) != set(), answer["id"]
+        assert checkers_called(checker) <= CHECKERS and checkers_called(checker), checker["id"]
+        assert notebook[i - 2]["cell_type"] == "markdown", "each exercise states its goal first"
+
+
+def test_every_checker_is_used_by_a_notebook():
+    used = set().union(*(checkers_called(cell) for path in TAUGHT for cell in cells(path)))
+    assert used == CHECKERS
+
+
+def test_the_student_version_keeps_stubs_and_checks_and_drops_answers_and_outputs():
+    notebook = json.loads(TAUGHT[3].read_text())
+    first_code = next(cell for cell in notebook["cells"] if cell["cell_type"] == "code")
+    first_code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "x"}]
+    first_code["execution_count"] = 1
+    student = student_version(notebook, TAUGHT[3].name)
+    kept = [cell["id"] for cell in student["cells"]]
+    assert kept == [cell["id"] for cell in notebook["cells"] if SOLUTION not in tags(cell)]
+    assert all(cell.get("outputs", []) == [] and cell.get("execution_count") is None
+               for cell in student["cells"])
+    assert sum(STUB in tags(cell) for cell in student["cells"]) >= 2
+
+
+def test_a_solution_without_its_stub_is_refused_by_name():
+    notebook = json.loads(TAUGHT[3].read_text())
+    stub = next(i for i, cell in enumerate(notebook["cells"]) if STUB in tags(cell))
+    del notebook["cells"][stub]
+    with pytest.raises(ExerciseLayoutError, match="my_causal_mask"):
+        student_version(notebook, "03_masking.ipynb")
+
+
+def test_make_student_writes_every_notebook_without_answers(tmp_path):
+    left_out = write_student_notebooks(ROOT / "notebooks", tmp_path)
+    assert sorted(left_out) == sorted(path.name for path in (ROOT / "notebooks").glob("*.ipynb"))
+    for path in TAUGHT:
+        assert left_out[path.name] >= 2
+        written = cells(tmp_path / path.name)
+        assert not any(SOLUTION in tags(cell) for cell in written)
+        for cell in written:  # what a student gets still parses
+            if cell["cell_type"] == "code":
+                ast.parse("".join(cell["source"]))
