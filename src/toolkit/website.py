@@ -1,7 +1,8 @@
 """Render the executed notebooks, the stage diffs and an index into an offline static site.
 
 `python -m toolkit.website` (what `make site` runs after executing the notebooks) writes
-`site/`: one page per notebook, one page per stage diff, and `index.html`. Nothing is
+`site/`: one page per notebook, one page per stage diff, the teacher's guide
+(docs/teaching.md) and `index.html`. Nothing is
 loaded from the network: MathJax 3 is copied once into `site/_static/mathjax/` from the
 npm package that `make site` installs in `build/`, and figures are embedded in the pages.
 """
@@ -22,6 +23,8 @@ from toolkit.paths import PROJECT_ROOT
 from toolkit.stagediff import stage_diff
 
 EXECUTED = PROJECT_ROOT / "build" / "notebooks"
+GUIDE = PROJECT_ROOT / "docs" / "teaching.md"
+GUIDE_PAGE = "teaching.html"
 SITE = PROJECT_ROOT / "site"
 TEMPLATES = PROJECT_ROOT / "templates"
 MATHJAX = PROJECT_ROOT / "build" / "mathjax" / "node_modules" / "mathjax" / "es5"
@@ -138,6 +141,17 @@ def render_diffs(site: Path, pages: list[Path]) -> None:
             simple_page(f"Stage {old:02d} → {new:02d}", body, nav, wide=True), encoding="utf-8")
 
 
+def render_guide(site: Path, guide: Path = GUIDE) -> None:
+    """The teacher's guide, with its links to notebooks pointed at their pages."""
+    body = markdown2html_mistune(guide.read_text(encoding="utf-8"))
+    # In the repository the guide links ../notebooks/NN_name.ipynb; on the site, NN_name.html.
+    body = re.sub(r'href="\.\./notebooks/(\d\d_\w+)\.ipynb', r'href="\1.html', body)
+    nav = ('<nav class="course-nav"><a href="index.html">course index</a> · '
+           '<span class="here">teacher\'s guide</span></nav>')
+    (site / GUIDE_PAGE).write_text(simple_page("Teaching with this course", body, nav),
+                                   encoding="utf-8")
+
+
 def ladder_figure() -> str:
     """The chart `make ladder` drew (assets/ladder.png), embedded so the page stays one file."""
     if not CHART_PATH.exists():
@@ -166,6 +180,9 @@ Need</a>, built in PyTorch one idea at a time. Each page is an executed notebook
 stage's code is the previous stage's plus exactly one idea, and the
 <a href="{diff_name(1, 7)}">whole journey from stage 01 to 07</a> is one diff.</p>
 <h2>The course</h2><ol start="0">{"".join(items)}</ol>
+<p><strong>Teaching a class?</strong> The <a href="{GUIDE_PAGE}">teacher's guide</a> plans
+seven sessions of 90 minutes, and <code>make student</code> writes the notebooks without
+their exercise answers.</p>
 <h2>The ladder</h2>
 <p>Every stage trained on one shared budget and scored on held-out sentences
 (<code>assets/ladder.json</code>, written by <code>make ladder</code>).</p>
@@ -211,6 +228,7 @@ def build(executed: Path = EXECUTED, site: Path = SITE) -> list[Path]:
     copy_mathjax(site)
     render_notebooks(pages, site)
     render_diffs(site, pages)
+    render_guide(site)
     render_index(site, pages)
     return sorted(site.glob("*.html"))
 

@@ -104,3 +104,13 @@ def test_stage_pages_link_prev_next_index_and_their_diff():
     links = parse(SITE / "04_positional_encoding.html").links
     for target in ("03_masking.html", "05_stacking.html", "index.html", "diff_03_04.html"):
         assert target in links
+
+
+def test_the_teachers_guide_is_linked_from_the_index_with_its_seven_sessions():
+    assert "teaching.html" in parse(SITE / "index.html").links
+    guide = (SITE / "teaching.html").read_text(encoding="utf-8")
+    sessions = re.findall(r"<h2[^>]*>Session (\d)", guide)
+    assert sessions == [str(n) for n in range(1, 8)]
+    links = parse(SITE / "teaching.html").links
+    assert "03_masking.html" in links and "09_bug_zoo.html" in links
+    assert not any(".ipynb" in link for link in links), "a link still points at a notebook file"
