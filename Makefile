@@ -23,6 +23,7 @@ help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
 	@echo "make site    execute the notebooks if needed and render the course to site/"
 	@echo "make student write student/: the notebooks without the exercise answers, for a class"
+	@echo "             (a copy already there is kept: delete it for a fresh one)"
 	@echo "make lab     open the notebooks in JupyterLab"
 	@echo "make data    regenerate the built-in corpus in assets/data/"
 	@echo "make mutants plant every classic bug and prove a test catches it; writes assets/mutants.json"
@@ -67,14 +68,17 @@ notebooks: $(INSTALLED)
 	touch $(EXECUTED)
 
 # The class's copies: every cell tagged `solution` left out, outputs cleared (never committed).
+# Copies already in student/ are kept, since they may hold a student's work.
 student: $(INSTALLED)
-	rm -rf student
 	$(BIN)/python -m toolkit.student
 
-# Run the student copies: before any exercise is solved, each check must fail with its hint.
-student-tests: student
-	$(NOTEBOOK_ENV) REQUIRE_STUDENT=1 $(BIN)/pytest tests/student -n 2 -p no:cacheprovider \
-		--timeout=900 --durations=0
+# Fresh copies in build/student, run: before any exercise is solved, each check must fail
+# with its hint.
+student-tests: $(INSTALLED)
+	rm -rf build/student
+	$(BIN)/python -m toolkit.student --to build/student
+	$(NOTEBOOK_ENV) $(BIN)/pytest tests/student -n 2 -p no:cacheprovider --timeout=900 \
+		--durations=0
 
 $(EXECUTED): $(NOTEBOOKS) $(SOURCES) | $(INSTALLED)
 	$(MAKE) notebooks

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from stages import stage03_masking as stage03
 from stages import stage04_positional_encoding as stage04
 from stages import stage07_multi_head as stage07
-from toolkit import check
+from toolkit import check, properties
 from toolkit.batches import encode_target, pad
 from toolkit.objectives import sequence_loss
 from toolkit.properties import sinusoids
@@ -27,15 +27,6 @@ def fails(checker, *answers, hint):
 
 
 # --- right answers: the stage's own code, or the few lines it takes ------------------------
-
-def rotation(k, embed_dim):
-    matrix = torch.zeros(embed_dim, embed_dim, dtype=torch.float64)
-    for i in range(embed_dim // 2):
-        angle = k / 10000 ** (2 * i / embed_dim)
-        c, s = math.cos(angle), math.sin(angle)
-        matrix[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = torch.tensor([[c, s], [-s, c]])
-    return matrix
-
 
 def run_stack(encoder_layers, decoder_layers, x, y, padding, future):
     for layer in encoder_layers:
@@ -56,6 +47,15 @@ def hide_queries(scores, key_padding_mask, attn_mask):
     """Bug 1: the padding mask hides query rows instead of key columns."""
     rows = key_padding_mask[:, : scores.size(1), None]  # (batch, q_len, 1)
     return scores.masked_fill(rows, torch.finfo(scores.dtype).min)
+
+
+def run_stack_by_keyword(encoder_layers, decoder_layers, x, y, padding, future):
+    """The same, calling the layers with keywords: the recording must not mind."""
+    for layer in encoder_layers:
+        x = layer(x, src_padding=padding)
+    for layer in decoder_layers:
+        y = layer(y, memory=x, src_padding=padding, future=future)
+    return y
 
 
 def stack_unchained(encoder_layers, decoder_layers, x, y, padding, future):
@@ -96,7 +96,7 @@ RIGHT = {
     "causal_mask": [lambda length: stage03.causal_mask(length, torch.device("cpu"))],
     "hide": [hide],
     "encoding": [lambda max_len, dim: stage04.PositionalEncoding(dim, max_len).encoding],
-    "rotation": [rotation],
+    "rotation": [properties.rotation_matrix],
     "stack": [run_stack],
     "parameters_per_layer": [lambda d: 9 * (d * d + d)],
     "add_and_norm": [lambda x, sublayer_output, norm: norm(x + sublayer_output)],
@@ -119,6 +119,9 @@ WRONG = [
     ("attend", [lambda q, k, v: (q @ k.T).softmax(0) @ v], r"each \*column\*"),
     ("prefix_and_target", [lambda ids, n: (ids[: n + 1], ids[n])], "the very token to predict"),
     ("prefix_and_target", [lambda ids, n: (ids[:n], ids[n - 1])], "last token of the prefix"),
+    ("prefix_and_target", [lambda ids, n: None], "return a pair"),
+    ("attend", [lambda q, k, v: (q @ k.T / q.size(-1) ** 0.5).softmax(-1) @ v],
+     "do not scale them yet"),
     ("batched_attend", [lambda q, k, v: torch.bmm(torch.bmm(q, k.transpose(1, 2)).softmax(1), v)],
      r"over the \*queries\*"),
     ("loss", [lambda logits, t: F.cross_entropy(logits.flatten(0, 1), t.flatten())],
@@ -129,8 +132,14 @@ WRONG = [
     ("causal_mask", [lambda n: torch.ones(n, n, dtype=torch.bool).triu(0)],
      "row 0 cannot see its own position"),
     ("causal_mask", [lambda n: torch.ones(n, n, dtype=torch.bool).tril(0)], "inverted"),
+    ("causal_mask", [lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1)], "inverted"),
     ("causal_mask", [lambda n: torch.ones(n, n).triu(1)], "dtype"),
     ("hide", [hide_queries], "puts weight .* on the <pad> key"),
+    ("hide", [lambda s, pad_mask, future: s.masked_fill(pad_mask[:, None, :], 0.0)],
+     "a hidden score of 0 is an ordinary score"),
+    ("hide", [lambda s, pad_mask, future: hide(s, pad_mask, future) < -1], "not a mask"),
+    ("hide", [lambda s, pad_mask, future: hide(s, pad_mask, None if future is None else ~future)],
+     "row 0 can see position 1"),
     ("hide", [lambda s, pad_mask, future: s.masked_fill(
         pad_mask[:, None, :] | (future if future is not None else False), float("-inf"))],
      "NaN in the weights of sentence 2"),
@@ -139,13 +148,14 @@ WRONG = [
      "row 0 can see position 1"),
     ("encoding", [lambda n, d: sinusoids(n, d, exponent=2.0)], "exponent is doubled"),
     ("encoding", [lambda n, d: sinusoids(n, d, swap=True)], "sin and cos are swapped"),
-    ("encoding", [lambda n, d: sinusoids(n, d, cos_shift=1)], "frequency of the next pair"),
-    ("rotation", [lambda k, d: rotation(k, d).T], "rotates the wrong way"),
+    ("encoding", [lambda n, d: sinusoids(n, d, cos_shift=0.5)], r"exponent of its own dimension"),
+    ("rotation", [lambda k, d: properties.rotation_matrix(k, d).T], "rotates the wrong way"),
     ("rotation", [lambda k, d: torch.eye(d)], "must rotate by the angle"),
     ("stack", [stack_unchained], "encoder layer 1 did not receive the output of encoder layer 0"),
     ("stack", [stack_same_index], "decoder layer 0 reads the output of encoder layer 0"),
     ("parameters_per_layer", [lambda d: 9 * d * d], "biases are missing"),
     ("parameters_per_layer", [lambda d: 3 * (d * d + d)], "that is one attention"),
+    ("parameters_per_layer", [lambda d: 12 * (d * d + d)], "no output projection yet"),
     ("add_and_norm", [lambda x, out, norm: x + norm(out)], "sublayer output was normalised"),
     ("add_and_norm", [lambda x, out, norm: F.layer_norm(x + out, x.shape[-1:])],
      "learned weight and bias"),
@@ -159,6 +169,7 @@ WRONG = [
     ("split_heads", [RIGHT["split_heads"][0], lambda x: x.reshape(x.size(0), x.size(2), -1)],
      "differs from the input before splitting"),
     ("scaled_scores", [lambda q, k: q @ k.transpose(-2, -1)], "not scaled"),
+    ("scaled_scores", [lambda q, k: (q @ k.transpose(-2, -1)) > 0], "not a mask"),
     ("scaled_scores", [lambda q, k: q @ k.transpose(-2, -1) / q.size(-1)],
      "not by its square root"),
     ("scaled_scores", [lambda q, k: q @ k.transpose(-2, -1) / math.sqrt(q.size(1) * q.size(-1))],
@@ -174,9 +185,12 @@ def test_the_right_answer_passes(name, capsys):
     passes(getattr(check, name), *RIGHT[name], capsys=capsys)
 
 
+def test_a_right_answer_may_call_the_layers_with_keywords(capsys):
+    passes(check.stack, run_stack_by_keyword, capsys=capsys)
+
+
 def test_every_checker_has_a_right_answer_and_a_wrong_one():
-    checkers = {name for name in dir(check) if callable(getattr(check, name))
-                and (getattr(check, name).__doc__ or "").startswith("Exercise")}
+    checkers = {checker.__name__ for checker in check.CHECKERS}
     assert checkers == set(RIGHT) == {name for name, _, _ in WRONG}
 
 

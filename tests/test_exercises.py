@@ -21,9 +21,7 @@ from toolkit.student import (
 
 ROOT = Path(__file__).resolve().parents[1]
 TAUGHT = sorted((ROOT / "notebooks").glob("0[0-7]_*.ipynb"))  # the data notebook and stages
-CHECKERS = {name for name in dir(check)
-            if callable(getattr(check, name))
-            and (getattr(check, name).__doc__ or "").startswith("Exercise")}
+CHECKERS = {checker.__name__ for checker in check.CHECKERS}
 
 
 def cells(path: Path) -> list[dict]:
@@ -71,6 +69,14 @@ def test_a_solution_without_its_stub_is_refused_by_name():
     del notebook["cells"][stub]
     with pytest.raises(ExerciseLayoutError, match="my_causal_mask"):
         student_version(notebook, "03_masking.ipynb")
+
+
+def test_make_student_keeps_a_copy_that_may_hold_work(tmp_path):
+    (tmp_path / TAUGHT[3].name).write_text("a student's work")
+    left_out = write_student_notebooks(ROOT / "notebooks", tmp_path)
+    assert left_out[TAUGHT[3].name] is None
+    assert (tmp_path / TAUGHT[3].name).read_text() == "a student's work"
+    assert write_student_notebooks(ROOT / "notebooks", tmp_path, overwrite=True)[TAUGHT[3].name]
 
 
 def test_make_student_writes_every_notebook_without_answers(tmp_path):

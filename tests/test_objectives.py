@@ -55,7 +55,7 @@ def test_last_position_never_shows_the_token_it_scores(seed):
         n = int((prefix[row] != PAD_ID).sum())
         assert 1 <= n < int((TGT[row] != PAD_ID).sum())
         ids = [i for i in TGT[row].tolist() if i != PAD_ID]
-        problem = properties.next_token_problem(prefix[row, :n].tolist(), ids[n], ids, n)
+        problem = properties.next_token_problem((prefix[row, :n].tolist(), ids[n]), ids, n)
         assert problem is None, problem  # the true prefix, nothing more
         assert scored[row].nonzero().flatten().tolist() == [n - 1]  # only its last position
 

@@ -2,8 +2,10 @@
 
 A notebook calls, for example, `check.causal_mask(my_causal_mask)`. It prints a pass, or
 raises `NotYet` with a hint that says what is wrong ("row 3 can see position 5: the mask
-lets the future through"). The hints come from `toolkit.properties`, the same functions the
-tests assert, so a checker and the test behind it can never disagree.
+lets the future through"). Where a test asserts the same property (the masks, padding,
+positions, heads, scaling, the loss and the stack) the hint comes from `toolkit.properties`,
+the function that test asserts, so the two cannot disagree. The other checkers compare with
+the stage's own module or with torch and name the classic mistakes they recognise.
 
 An error raised *inside* the learner's function is not caught: its own traceback is the best
 hint there is.
@@ -45,6 +47,16 @@ def _name(fn: Callable) -> str:
     return getattr(fn, "__name__", "your function")
 
 
+def _scores_problem(scores: object, shape: torch.Size) -> str | None:
+    """Scores are floats of the given shape: a bool mask returned instead is a common slip."""
+    if problem := properties.tensor_problem(scores, shape):
+        return problem
+    if not scores.is_floating_point():
+        return (f"got a {scores.dtype} tensor: return the scores themselves (floats), not a "
+                f"mask")
+    return None
+
+
 def _random(*shape: int, seed: int) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
@@ -78,6 +90,10 @@ def pad_batch(fn: Callable[[list[list[int]]], torch.Tensor]) -> None:
 
 # --- 01: naive attention ---------------------------------------------------------------------
 
+UNSCALED = ("the scores were divided by √d: stages 01 to 06 do not scale them yet; the scale "
+            "arrives with multi-head attention in stage 07")
+
+
 def attend(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
     """Exercise: softmax(q k^T) v for one sentence, checked against stage 01's Attention."""
     cases = [(5, 7, 8), (1, 3, 4), (6, 2, 16)]  # (q_len, kv_len, embed_dim)
@@ -95,6 +111,7 @@ def attend(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor
                 "each *column* of the weights sums to 1: take the softmax over the keys, the "
                 "last dimension (dim=-1), so that each query's row sums to 1":
                     scores.softmax(0) @ v,
+                UNSCALED: (scores / embed_dim**0.5).softmax(-1) @ v,
             }), f"{q_len} queries, {kv_len} keys, embed_dim {embed_dim}")
     _passed(_name(fn), f"{len(cases)} random sentences, with more keys than queries and fewer")
 
@@ -103,8 +120,8 @@ def prefix_and_target(fn: Callable[[list[int], int], tuple[list[int], int]]) -> 
     """Exercise: stage 01's honest objective, the prefix ids[:n] and the token after it."""
     ids = [2, 14, 9, 21, 7, 3]  # <bos> four words <eos>
     for n in range(1, len(ids)):
-        prefix, target = fn(list(ids), n)
-        _fail_on(properties.next_token_problem(prefix, target, ids, n), f"{_name(fn)}(ids, n={n})")
+        answer = fn(list(ids), n)
+        _fail_on(properties.next_token_problem(answer, ids, n), f"{_name(fn)}(ids, n={n})")
     _passed(_name(fn), f"every prefix length of a {len(ids)}-token target")
 
 
@@ -125,6 +142,7 @@ def batched_attend(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torc
                 "the weights sum to 1 over the *queries* (dim=1): in a batch, the keys are the "
                 "last dimension, so take softmax(dim=-1)": scores.softmax(1) @ v,
                 "the scores were used as weights: apply softmax(dim=-1) first": scores @ v,
+                UNSCALED: (scores / embed_dim**0.5).softmax(-1) @ v,
             }), f"batch {batch}, {q_len} queries, {kv_len} keys")
     _passed(_name(fn), f"{len(cases)} random batches, batch size 1 included")
 
@@ -158,11 +176,16 @@ def hide(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.T
         hidden = fn(scores.clone(), padding, attn_mask)
         case = f"{_name(fn)} on scores {tuple(scores.shape)}"
         case += " with a causal mask" if attn_mask is not None else ""
-        _fail_on(properties.tensor_problem(hidden, scores.shape), case)
+        _fail_on(_scores_problem(hidden, scores.shape), case)
+        everything_hidden = padding[:, None, :] | (False if attn_mask is None else attn_mask)
+        if torch.equal(hidden, scores.masked_fill(everything_hidden, 0.0)):
+            raise NotYet(f"{case}: a hidden score of 0 is an ordinary score, and softmax still "
+                         f"gives it weight: fill with torch.finfo(scores.dtype).min")
         weights = hidden.softmax(dim=-1)  # (batch, q_len, kv_len)
-        _fail_on(properties.padding_problem(weights, padding, attn_mask), case)
+        _fail_on(properties.finite_problem(weights), case)
         if attn_mask is not None:
             _fail_on(properties.causal_problem(weights[:1] > 0), case)  # the unpadded sentence
+        _fail_on(properties.padding_problem(weights, padding, attn_mask), case)
     _passed(_name(fn), "padded sentences, a sentence of only <pad>, and a causal mask")
 
 
@@ -227,9 +250,10 @@ def parameters_per_layer(fn: Callable[[int], int]) -> None:
             3 * linear: "that is one attention: a decoder layer has two more (self and cross)",
             6 * linear: "that is two attentions: count the encoder layer's one and the decoder "
                         "layer's two",
+            12 * linear: "stage 05's attention has no output projection yet: only q, k and v",
         }
-        generic = (f"count the q, k and v projections of every attention in one encoder layer "
-                   f"and one decoder layer (expected {expected})")
+        generic = ("count the q, k and v projections of every attention in one encoder layer "
+                   "and one decoder layer, weights and biases")
         raise NotYet(f"{_name(fn)}({embed_dim}) = {answer}: {hints.get(answer, generic)}")
     _passed(_name(fn), "embed_dim 16 and 64")
 
@@ -327,7 +351,7 @@ def scaled_scores(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> N
         k = _random(batch, heads, kv_len, head_dim, seed=seed + 1)
         scores = fn(q, k)
         case = f"{_name(fn)} with {heads} heads of head_dim {head_dim}"
-        _fail_on(properties.tensor_problem(scores, (batch, heads, q_len, kv_len)), case)
+        _fail_on(_scores_problem(scores, (batch, heads, q_len, kv_len)), case)
         _fail_on(properties.scaling_problem(scores.softmax(-1), q, k), case)
     _passed(_name(fn), "2 and 4 heads, head_dim 8 and 32")
 
@@ -341,7 +365,8 @@ def head_padding_mask(fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
         case = f"{_name(fn)} against scores (batch, heads, q_len, kv_len) = {tuple(scores.shape)}"
         mask = fn(padding)
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            raise NotYet(f"{case}: got {mask!r}, expected a bool tensor, True at <pad> keys")
+            kind = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+            raise NotYet(f"{case}: got {kind}, expected a bool tensor, True at <pad> keys")
         try:
             filled = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
         except RuntimeError:
@@ -353,3 +378,8 @@ def head_padding_mask(fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
         _fail_on(properties.padding_problem(filled.softmax(-1), padding), case)
     _passed(_name(fn), "self-attention and cross-attention scores with 4 heads")
 
+
+# Every exercise checker, in the order the notebooks use them.
+CHECKERS = (frame_target, pad_batch, attend, prefix_and_target, batched_attend, loss, causal_mask,
+            hide, encoding, rotation, stack, parameters_per_layer, add_and_norm, layer_norm,
+            split_heads, scaled_scores, head_padding_mask)

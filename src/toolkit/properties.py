@@ -5,6 +5,7 @@ and what to do about it. A test asserts `problem is None, problem`; `toolkit.che
 same sentence to a learner as the hint. So a hint is only as good as the test behind it.
 """
 
+import inspect
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -16,6 +17,12 @@ from torch import nn
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 
 Problem = str | None
+
+
+def _first(hits: torch.Tensor) -> list[int] | None:
+    """The index of the first True in a boolean tensor, or None if there is none."""
+    found = hits.nonzero()
+    return found[0].tolist() if len(found) else None
 
 
 def _index(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
@@ -48,7 +55,8 @@ def mismatch(actual: object, expected: torch.Tensor, what: str, atol: float = 1e
     if gap.max() <= atol:
         return None
     where = _index(int(gap.argmax()), gap.shape)
-    return (f"differs from {what} by {gap.max().item():.2g} at index {where}: "
+    at = f" at index {where}" if where else ""
+    return (f"differs from {what} by {gap.max().item():.2g}{at}: "
             f"expected {expected[where].item():.4g}, got {actual[where].item():.4g}")
 
 
@@ -96,9 +104,11 @@ def padded_batch_problem(padded: object, sequences: Sequence[list[int]]) -> Prob
     for row, sequence in enumerate(sequences):
         if len(sequence) > padded.size(1):
             lost = sequence[padded.size(1):]
-            return (f"row {row} lost its last {len(lost)} ids {lost}: pad to the longest "
-                    f"*encoded* sequence ({longest} ids, <bos> and <eos> included), not to "
-                    f"the longest word count")
+            advice = f"pad to the longest sequence, {longest} ids"
+            if padded.size(1) == longest - 2:  # classic bug 3
+                advice = (f"pad to the longest *encoded* sequence ({longest} ids, <bos> and "
+                          f"<eos> included), not to the longest word count")
+            return f"row {row} lost its last {len(lost)} ids {lost}: {advice}"
     if padded.dtype != torch.long:
         return f"the dtype is {padded.dtype}: ids must be torch.long, as nn.Embedding expects"
     if padded.size(1) > longest:
@@ -115,8 +125,14 @@ def padded_batch_problem(padded: object, sequences: Sequence[list[int]]) -> Prob
     return None
 
 
-def next_token_problem(prefix: object, target: object, ids: list[int], n: int) -> Problem:
-    """Without a causal mask, score one position: the prefix ids[:n] predicts ids[n]."""
+def next_token_problem(answer: object, ids: list[int], n: int) -> Problem:
+    """Without a causal mask, score one position: the prefix ids[:n] predicts ids[n].
+
+    answer: the pair (prefix, target) given for the ids and prefix length n.
+    """
+    if not isinstance(answer, tuple) or len(answer) != 2:
+        return f"got {answer!r}: return a pair, (a list of ids, one int)"
+    prefix, target = answer
     if not isinstance(prefix, list) or not isinstance(target, int):
         return f"got ({prefix!r}, {target!r}): return a list of ids and one int"
     if prefix == ids[: n + 1]:
@@ -139,16 +155,29 @@ def causal_problem(visible: torch.Tensor) -> Problem:
     """Only the future hides; visible: (..., q_len, k_len), True where a query reaches a key."""
     visible = visible.reshape(-1, *visible.shape[-2:])  # (cases, q_len, k_len)
     future = torch.ones(visible.shape[-2:], dtype=torch.bool, device=visible.device).triu(1)
-    if future.any() and torch.equal(visible.all(0), future):
+    seen_by_all = visible.all(0)
+    # Inverted: the past hidden and the future shown, with or without the diagonal.
+    if future.any() and (torch.equal(seen_by_all, future) or torch.equal(seen_by_all, ~future.T)):
         return ("the mask is inverted: it hides the past and shows the future. In this course "
                 "True means hidden, like the masks of torch.nn")
-    for row, column in (visible.any(0) & future).nonzero().tolist():
+    if leak := _first(visible.any(0) & future):
+        row, column = leak
         return f"row {row} can see position {column}: the mask lets the future through"
-    for row, column in (~visible.all(0) & ~future).nonzero().tolist():
+    if hidden := _first(~seen_by_all & ~future):
+        row, column = hidden
         if row == column:
             return (f"row {row} cannot see its own position: hide only what comes after it "
                     f"(triu with diagonal=1), or row 0 has nothing left to attend to")
         return f"row {row} cannot see position {column}, which is in its past: hide only the future"
+    return None
+
+
+def finite_problem(weights: torch.Tensor) -> Problem:
+    """A row with every key hidden must still give finite weights (bug 15)."""
+    if bad := _first((~torch.isfinite(weights)).flatten(1).any(1)):
+        return (f"NaN in the weights of sentence {bad[0]} (counting from 0): fill hidden scores "
+                f"with torch.finfo(scores.dtype).min, never -inf, so a row with every key "
+                f"hidden still has a finite softmax")
     return None
 
 
@@ -160,29 +189,26 @@ def padding_problem(weights: torch.Tensor, key_padding: torch.Tensor,
     attn_mask: (q_len, kv_len), True where a real key may be hidden too (the future).
     A sentence made only of <pad> is skipped: any weights are harmless there, if finite.
     """
-    if not torch.isfinite(weights).all():
-        sentence = int((~torch.isfinite(weights)).flatten(1).any(1).nonzero()[0])
-        return (f"NaN in the weights of sentence {sentence}: fill hidden scores with "
-                f"torch.finfo(scores.dtype).min, never -inf, so a row with every key hidden "
-                f"still has a finite softmax")
+    if problem := finite_problem(weights):
+        return problem
     batch, q_len, kv_len = weights.size(0), weights.size(-2), weights.size(-1)
-    rows = weights.reshape(batch, -1, kv_len)  # (batch, heads * q_len, kv_len)
+    heads = weights.reshape(batch, -1, q_len, kv_len)  # (batch, heads, q_len, kv_len)
     for sentence in range(batch):
-        padding = key_padding[sentence]
+        padding = key_padding[sentence]  # (kv_len,)
         if padding.all():
             continue
-        for row, key in (rows[sentence][:, padding] != 0).nonzero().tolist():
-            key = int(padding.nonzero()[key])
-            head, query = divmod(row, q_len)
-            where = f"sentence {sentence}, head {head}, query {query}" if rows.size(1) > q_len \
-                else f"sentence {sentence}, query {query}"
-            return (f"{where} puts weight {rows[sentence, row, key]:.2g} on the <pad> key "
-                    f"{key}: hide <pad> keys (the columns of the scores) for every query")
+        where = f"sentence {sentence} (counting from 0)"
+        if leak := _first((heads[sentence] != 0) & padding):
+            head, query, key = leak
+            head_text = f", head {head}" if heads.size(1) > 1 else ""
+            return (f"{where}{head_text}, query {query} puts weight "
+                    f"{heads[sentence, head, query, key]:.2g} on the <pad> key {key}: hide "
+                    f"<pad> keys (the columns of the scores) for every query")
         allowed = ~padding if attn_mask is None else ~padding & ~attn_mask  # (q_len, kv_len)
-        starved = (rows[sentence].reshape(-1, q_len, kv_len) <= 0) & allowed  # (heads, q, kv)
-        for _, query, key in starved.nonzero().tolist():
-            return (f"sentence {sentence}, query {query} puts no weight on key {key}, a "
-                    f"real token: hide only the <pad> keys")
+        if starved := _first((heads[sentence] <= 0) & allowed):
+            _, query, key = starved
+            return (f"{where}, query {query} puts no weight on key {key}, a real token: hide "
+                    f"only the <pad> keys")
     return None
 
 
@@ -208,7 +234,8 @@ def split_problem(split: object, x: torch.Tensor, num_heads: int) -> Problem:
     head_dim = embed_dim // num_heads
     expected = torch.stack(x.split(head_dim, dim=-1), dim=1)  # (batch, heads, len, head_dim)
     if problem := tensor_problem(split, expected.shape):
-        return f"{problem} = (batch, heads, len, head_dim)"
+        return problem + (" = (batch, heads, len, head_dim)" if isinstance(split, torch.Tensor)
+                          else "")
     if torch.equal(split, x.reshape(batch, num_heads, length, head_dim)):
         return ("positions and features are mixed: view as (batch, len, heads, head_dim) "
                 "first, then transpose(1, 2). A reshape straight to (batch, heads, len, "
@@ -224,7 +251,7 @@ def split_problem(split: object, x: torch.Tensor, num_heads: int) -> Problem:
 # --- positions ------------------------------------------------------------------------
 
 def sinusoids(max_len: int, embed_dim: int, exponent: float = 1.0, swap: bool = False,
-              cos_shift: int = 0, interleave: bool = True) -> torch.Tensor:
+              cos_shift: float = 0.0, interleave: bool = True) -> torch.Tensor:
     """The paper's closed form in float64; the keyword arguments build its classic mistakes."""
     position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
     i = torch.arange(embed_dim // 2, dtype=torch.float64)  # (embed_dim / 2,)
@@ -238,6 +265,16 @@ def sinusoids(max_len: int, embed_dim: int, exponent: float = 1.0, swap: bool = 
     return torch.cat([sin, cos], dim=-1)
 
 
+def rotation_matrix(k: int, embed_dim: int) -> torch.Tensor:
+    """M_k from the closed form, in float64: one 2x2 rotation by k·ω_i per (sin, cos) pair."""
+    matrix = torch.zeros(embed_dim, embed_dim, dtype=torch.float64)
+    for i in range(embed_dim // 2):
+        angle = k / 10000 ** (2 * i / embed_dim)  # k * omega_i
+        c, s = math.cos(angle), math.sin(angle)
+        matrix[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = torch.tensor([[c, s], [-s, c]])
+    return matrix
+
+
 def encoding_problem(encoding: object, max_len: int, embed_dim: int) -> Problem:
     """Only the closed form catches wrong frequencies: the shift property holds for any (bug 8)."""
     return compare(encoding, sinusoids(max_len, embed_dim), "the paper's sin/cos formula", {
@@ -247,36 +284,49 @@ def encoding_problem(encoding: object, max_len: int, embed_dim: int) -> Problem:
         "sin and cos are swapped: sin goes on the even dimensions 0, 2, 4, ..., cos on the "
         "odd ones":
             sinusoids(max_len, embed_dim, swap=True),
-        "each cos uses the frequency of the next pair: dimensions 2i and 2i+1 share the angle "
-        "pos / 10000^(2i / embed_dim) (bug 8)": sinusoids(max_len, embed_dim, cos_shift=1),
+        "each cos uses the exponent of its own dimension, (2i+1)/d: the dimensions 2i and "
+        "2i+1 share one angle, pos / 10000^(2i/d) (bug 8)":
+            sinusoids(max_len, embed_dim, cos_shift=0.5),
         "the sines fill the first half and the cosines the second: interleave them, sin on even "
         "dimensions and cos on odd ones": sinusoids(max_len, embed_dim, interleave=False),
     })
 
 
-def shift_problem(rotation: object, encoding: torch.Tensor, k: int) -> Problem:
+def shift_problem(rotation: object, encoding: torch.Tensor, k: int, atol: float = 1e-4) -> Problem:
     """PE[pos + k] = M_k @ PE[pos] for every pos, with one matrix M_k."""
     embed_dim = encoding.size(1)
     if problem := tensor_problem(rotation, (embed_dim, embed_dim)):
         return problem
     rotation = rotation.to(encoding.dtype)
     shifted = encoding[:-k] @ rotation.T  # (positions, embed_dim): M_k @ PE[pos] for each pos
-    if torch.allclose(encoding[k:] @ rotation.T, encoding[:-k], atol=1e-4):
+    if torch.allclose(encoding[k:] @ rotation.T, encoding[:-k], atol=atol):
         return (f"M_{k} takes PE[pos + {k}] back to PE[pos]: it rotates the wrong way. Swap "
                 f"the signs of the sines in each 2x2 block")
     return compare(shifted, encoding[k:], f"PE[pos + {k}]", {
         f"M_{k} @ PE[pos] is PE[pos]: each 2x2 block must rotate by the angle k·ω_i":
             encoding[:-k],
-    }, atol=1e-4)
+    }, atol=atol)
 
 
 # --- layers ------------------------------------------------------------------------------
 
 @contextmanager
 def recording(layers: Sequence[nn.Module]) -> Iterator[list[list[tuple]]]:
-    """Record (positional args, output) of every call of each layer, in order."""
+    """Record (arguments, output) of every call of each layer, in order.
+
+    Keyword arguments are put in their positional place, so `layer(y, memory=x)` and
+    `layer(y, x)` record the same thing.
+    """
     calls: list[list[tuple]] = [[] for _ in layers]
-    handles = [layer.register_forward_hook(lambda _, args, out, seen=seen: seen.append((args, out)))
+
+    def hook_for(layer: nn.Module, seen: list[tuple]) -> Callable:
+        signature = inspect.signature(layer.forward)
+
+        def hook(module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> None:
+            seen.append((tuple(signature.bind(*args, **kwargs).arguments.values()), output))
+        return hook
+
+    handles = [layer.register_forward_hook(hook_for(layer, seen), with_kwargs=True)
                for layer, seen in zip(layers, calls, strict=True)]
     try:
         yield calls
@@ -317,8 +367,9 @@ def loss_problem(loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) 
     targets = torch.randint(4, 11, (3, 6), generator=generator)  # (batch, len)
     targets[1, 2:], targets[2, 4:] = PAD_ID, PAD_ID
     loss = loss_fn(logits, targets)
-    if problem := tensor_problem(loss, ()):
-        return f"{problem}: return one number (a 0-dim tensor), the mean over real targets"
+    if tensor_problem(loss, ()):
+        return (f"got {type(loss).__name__} {tuple(getattr(loss, 'shape', ()))}; return one "
+                f"number, a 0-dim tensor: the mean loss over the real targets")
     changed = logits.clone()
     padded = targets == PAD_ID  # (batch, len)
     changed[padded] = torch.randn(int(padded.sum()), 11, generator=generator) * 50

@@ -4,8 +4,11 @@ The course notebooks are the teacher's version: each exercise has a stub cell (t
 one possible answer (tag `solution`) and a check cell (tag `check`), and CI runs them end to
 end, so every answer is known to pass its check. `python -m toolkit.student` (what
 `make student` runs) writes the copies a class gets to student/; they are never committed.
+A copy that already exists is kept, since it may hold a student's work: delete it to get a
+fresh one, or pass --overwrite.
 """
 
+import argparse
 import ast
 import copy
 import json
@@ -53,28 +56,43 @@ def student_version(notebook: dict, name: str) -> dict:
     return {**notebook, "cells": cells}
 
 
-def write_student_notebooks(source: Path = NOTEBOOKS, target: Path = STUDENT) -> dict[str, int]:
-    """Write one student copy per notebook; return how many answers each one left out."""
+def write_student_notebooks(source: Path = NOTEBOOKS, target: Path = STUDENT,
+                            overwrite: bool = False) -> dict[str, int | None]:
+    """Write one student copy per notebook; return how many answers each one left out.
+
+    A copy already in `target` is kept (its count is None) unless `overwrite` is set.
+    """
     target.mkdir(parents=True, exist_ok=True)
-    left_out = {}
+    left_out: dict[str, int | None] = {}
     for path in sorted(source.glob("*.ipynb")):
         notebook = json.loads(path.read_text(encoding="utf-8"))
-        student = student_version(notebook, path.name)
+        student = student_version(notebook, path.name)  # checks every layout, even if kept
+        if (target / path.name).exists() and not overwrite:
+            left_out[path.name] = None
+            continue
         left_out[path.name] = len(notebook["cells"]) - len(student["cells"])
         text = json.dumps(student, indent=1, ensure_ascii=False) + "\n"
         (target / path.name).write_text(text, encoding="utf-8")
     return left_out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m toolkit.student", description=__doc__)
+    parser.add_argument("--to", type=Path, default=STUDENT, help="the folder to write")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace copies that already exist (and any work in them)")
+    args = parser.parse_args(argv)
     try:
-        left_out = write_student_notebooks()
+        left_out = write_student_notebooks(target=args.to, overwrite=args.overwrite)
     except ExerciseLayoutError as error:
         print(f"make student: {error}", file=sys.stderr)
         return 1
     for name, count in left_out.items():
-        print(f"{STUDENT.name}/{name}: {count} solution cell{'s' * (count != 1)} left out")
-    print(f"{len(left_out)} notebooks written to {STUDENT}; give this folder to the class")
+        if count is None:
+            print(f"{name}: kept the copy already in {args.to} (delete it for a fresh one)")
+        else:
+            print(f"{name}: written, {count} solution cell{'s' * (count != 1)} left out")
+    print(f"{len(left_out)} notebooks in {args.to}; give this folder to the class")
     return 0
 
 

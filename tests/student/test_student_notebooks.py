@@ -1,29 +1,25 @@
 """Run the student notebooks: every check must fail with its hint, never with a crash.
 
-`make student-tests` runs this after `make student`. Before any exercise is solved, each
-check cell must raise `check.NotYet`, shown as one line of hint, and no other cell may fail:
-a stub that crashes, or a check that passes on a stub, would fail this test.
+`make student-tests` writes fresh student copies to build/student and runs this. Before any
+exercise is solved, each check must raise `check.NotYet`, shown as one line of hint, and no
+other cell may fail: a stub that crashes, or a check that passes on a stub, fails this test.
 """
-
-import os
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from toolkit.student import CHECK, SOLUTION, STUDENT, tags
+from toolkit.paths import PROJECT_ROOT
+from toolkit.student import CHECK, SOLUTION, tags
 
-NOTEBOOKS = sorted(STUDENT.glob("*.ipynb"))
+FOLDER = PROJECT_ROOT / "build" / "student"
+NOTEBOOKS = sorted(FOLDER.glob("*.ipynb"))
 WITH_EXERCISES = [path for path in NOTEBOOKS
                   if any(CHECK in tags(cell) for cell in nbformat.read(path, as_version=4).cells)]
 
-if not WITH_EXERCISES:
-    pytestmark = pytest.mark.skipif(
-        os.environ.get("REQUIRE_STUDENT") != "1", reason="no student notebooks: run `make student`")
-
 
 def test_the_student_notebooks_exist():
-    assert WITH_EXERCISES, "student/ has no notebook with exercises: run `make student`"
+    assert len(WITH_EXERCISES) == 8, f"{FOLDER}: run `make student-tests`, which writes them"
 
 
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda path: path.name)

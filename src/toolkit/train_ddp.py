@@ -1,0 +1,155 @@
+"""Train the stage-07 model on several processes with DistributedDataParallel, under torchrun.
+
+    torchrun --standalone --nproc-per-node 2 -m toolkit.train_ddp --steps 300
+
+Every process holds a whole replica of the model. A DistributedSampler gives each one its
+own share of every step's sentence pairs; after `backward`, DDP all-reduces the gradients so
+that every replica takes the same optimiser step and the replicas never drift apart. Rank 0
+alone writes the loss log and the checkpoint.
+
+Two processes with `--batch-size B` train exactly like one process with `--batch-size 2B`
+(tests/test_train_ddp.py proves it). That needs one correction: DDP *averages* gradients over
+processes, but the loss is a mean over real target tokens, and two shards rarely hold the
+same number of them. So each process scales its loss by its share of the step's tokens.
+"""
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler
+from tqdm import tqdm
+
+from stages import stage07_multi_head as stage
+from toolkit.batches import Batch, collate
+from toolkit.checkpoints import save_checkpoint
+from toolkit.data import load_data
+from toolkit.paths import PROJECT_ROOT
+from toolkit.recipes import RECIPES
+from toolkit.training import warmup_then_decay
+from toolkit.vocab import PAD_ID
+
+RECIPE = RECIPES[7]
+OUTPUT = PROJECT_ROOT / "build" / "ddp"
+LAUNCH = "torchrun --standalone --nproc-per-node 2 -m toolkit.train_ddp"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=LAUNCH, description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=300, help="optimiser steps")
+    parser.add_argument("--batch-size", type=int, default=RECIPE.batch_size,
+                        help="sentence pairs per process per step")
+    parser.add_argument("--corpus", default="builtin", choices=["builtin", "opus100"])
+    parser.add_argument("--lr", type=float, default=RECIPE.lr, help="peak learning rate")
+    parser.add_argument("--warmup-steps", type=int, default=RECIPE.warmup_steps)
+    parser.add_argument("--seed", type=int, default=RECIPE.seed)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"],
+                        help="float64 makes the 1-process and N-process runs agree to 1e-12")
+    parser.add_argument("--checkpoint", type=Path, default=OUTPUT / "stage07.pt")
+    parser.add_argument("--loss-log", type=Path, default=OUTPUT / "loss.log",
+                        help="one line per step, written by rank 0")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.batch_size < 1:
+        parser.error("--steps and --batch-size must be at least 1")
+    return args
+
+
+def join_process_group() -> torch.device:
+    """Join the group torchrun started: NCCL between GPUs, gloo between CPU processes."""
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        raise SystemExit(f"toolkit.train_ddp must be started by torchrun, for example:\n  {LAUNCH}")
+    if torch.cuda.is_available():
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl")
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+    return device
+
+
+def endless(loader: DataLoader, sampler: DistributedSampler) -> Iterator[Batch]:
+    """A new shuffle every epoch, the same on every process, so the shards never overlap."""
+    epoch = 0
+    while True:
+        sampler.set_epoch(epoch)
+        yield from loader
+        epoch += 1
+
+
+def scored_targets(batch: Batch) -> torch.Tensor:
+    """The targets teacher forcing scores (stage 07's objective): tgt[:, 1:], <pad> excluded."""
+    return (batch.tgt[:, 1:] != PAD_ID).sum()
+
+
+def train(args: argparse.Namespace) -> None:
+    device = join_process_group()
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    data = load_data(args.corpus)
+    torch.manual_seed(args.seed)  # DDP also copies rank 0's weights to every replica
+    model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), **RECIPE.model)
+    replica = DistributedDataParallel(model.to(device, getattr(torch, args.dtype)))
+    replica.accepts_batches = model.accepts_batches  # the stage interface, through the wrapper
+
+    # Every process shuffles with the same seed, then keeps every world_size-th pair from
+    # its rank on: together the processes see each step's pairs exactly once.
+    sampler = DistributedSampler(data.train, num_replicas=world_size, rank=rank, shuffle=True,
+                                 seed=args.seed, drop_last=True)
+    loader = DataLoader(data.train, batch_size=args.batch_size, sampler=sampler,
+                        collate_fn=collate, drop_last=True)
+    batches = endless(loader, sampler)
+    optimizer = torch.optim.Adam(replica.parameters(), lr=args.lr, betas=RECIPE.betas,
+                                 eps=RECIPE.eps)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: warmup_then_decay(step + 1, args.warmup_steps))
+
+    log = None
+    if rank == 0:
+        args.loss_log.parent.mkdir(parents=True, exist_ok=True)
+        log = args.loss_log.open("w", encoding="utf-8")
+        print(f"# {world_size} process(es) x {args.batch_size} pairs per step, backend "
+              f"{dist.get_backend()}, device {device}", file=log)
+    steps = tqdm(range(1, args.steps + 1), desc=f"DDP x{world_size}", unit="step", ascii=True,
+                 ncols=90, mininterval=2.0, disable=rank != 0, file=sys.stderr)
+    start = time.perf_counter()
+    for step in steps:
+        batch = next(batches).to(device)
+        tokens = scored_targets(batch)
+        loss = stage.objective(replica, batch)  # mean over this process's scored targets
+        # One all-reduce gives the step's token count (for the scaling) and its loss (for the log).
+        totals = torch.stack([tokens.float(), loss.detach() * tokens]).to(device)
+        dist.all_reduce(totals)
+        step_tokens, step_loss = totals[0], totals[1] / totals[0]
+        # DDP averages gradients over processes; this scaling turns that average into the
+        # gradient of the mean over *all* the step's targets, as one big batch would give.
+        optimizer.zero_grad(set_to_none=True)
+        (loss * tokens * world_size / step_tokens).backward()
+        torch.nn.utils.clip_grad_norm_(replica.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        if log is not None:
+            print(f"step {step} loss {step_loss.item():.4f} lr {schedule.get_last_lr()[0]:.3e}",
+                  file=log, flush=True)
+            steps.set_postfix(loss=f"{step_loss.item():.3f}", refresh=False)
+    seconds = time.perf_counter() - start
+
+    if rank == 0:
+        save_checkpoint(args.checkpoint, model, data.src_vocab, data.tgt_vocab, RECIPE.model)
+        rate = args.steps / seconds
+        summary = (f"{args.steps} steps on {world_size} process(es) in {seconds:.1f} s: "
+                   f"{rate:.2f} steps/s, {rate * args.batch_size * world_size:.0f} pairs/s")
+        print(f"# {summary}", file=log)
+        log.close()
+        print(f"{summary}\ncheckpoint: {args.checkpoint}\nloss log: {args.loss_log}")
+    dist.barrier()  # nobody leaves before rank 0 has written the checkpoint
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    train(parse_args())
