@@ -17,7 +17,7 @@ NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 
 .PHONY: help setup test unit mutants-check mutants notebooks student student-tests site \
-        site-tests lab data ladder ablation bench diff clean
+        site-tests lab data ladder ablation bench diff train-ddp clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
@@ -32,6 +32,8 @@ help:
 	@echo "make ablation  train stage 07 with and without each of the paper's options (about"
 	@echo "             20 minutes); writes assets/ablation.json for notebook 10"
 	@echo "make bench   time stage 07 against torch.nn.Transformer (benchmarks/results.json)"
+	@echo "make train-ddp NPROC=2   train stage 07 with torchrun + DistributedDataParallel;"
+	@echo "             writes build/ddp/stage07.pt and build/ddp/loss.log (ARGS=... for more options)"
 	@echo "make diff A=03 B=04   print what stage B changes in stage A"
 	@echo "make clean   remove build/, site/ and the virtualenv"
 
@@ -109,6 +111,13 @@ ablation: $(INSTALLED)
 
 bench: $(INSTALLED)
 	$(BIN)/python benchmarks/bench.py
+
+# torchrun starts NPROC processes; gloo on CPU, NCCL on GPUs (NPROC=gpu: one per GPU).
+NPROC ?= 2
+ARGS ?=
+train-ddp: $(INSTALLED)
+	OMP_NUM_THREADS=1 $(BIN)/torchrun --standalone --nproc-per-node=$(NPROC) \
+		-m toolkit.train_ddp $(ARGS)
 
 A ?= 01
 B ?= 02

@@ -1,39 +1,28 @@
 """Two DDP processes with batch B train exactly like one process with batch 2B.
 
-Each run is a real `torchrun` (as `python -m torch.distributed.run`) on gloo over loopback,
-killed with its whole process group if it takes longer than TIMEOUT seconds.
+Each run is a real `torchrun` (`toolkit.train_ddp.launch`) on gloo over loopback, killed with
+its whole process group if it overstays its time limit.
 """
 
 import os
-import signal
 import subprocess
 import sys
 
 import pytest
 import torch
 
-TIMEOUT = 240
+from toolkit.train_ddp import launch, read_loss_log
+
 STEPS, BATCH = 4, 8
 
 
 def torchrun(tmp_path, nproc: int, batch_size: int, dtype: str) -> dict[str, torch.Tensor]:
     name = f"{nproc}x{batch_size}-{dtype}"
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               f"--nproc-per-node={nproc}", "-m", "toolkit.train_ddp", "--steps", str(STEPS),
-               "--batch-size", str(batch_size), "--dtype", dtype,
-               "--checkpoint", str(tmp_path / f"{name}.pt"),
-               "--loss-log", str(tmp_path / f"{name}.log")]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        output, _ = process.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)  # torchrun and every worker it started
-        process.communicate()
-        pytest.fail(f"torchrun {name} did not finish in {TIMEOUT} s")
-    assert process.returncode == 0, output
+    output = launch(nproc, "--steps", str(STEPS), "--batch-size", str(batch_size),
+                    "--dtype", dtype, "--checkpoint", str(tmp_path / f"{name}.pt"),
+                    "--loss-log", str(tmp_path / f"{name}.log"), timeout=240)
     assert f"{STEPS} steps on {nproc} process(es)" in output
+    assert len(read_loss_log(tmp_path / f"{name}.log")) == STEPS  # one line per step
     # The raw state_dict: load_checkpoint would rebuild a float32 model from float64 weights.
     return torch.load(tmp_path / f"{name}.pt", weights_only=True)["state_dict"]
 
@@ -65,6 +54,14 @@ def test_in_float32_they_agree_to_float32_noise(tmp_path):
     difference = largest_difference(two, one)
     print(f"float32: largest parameter difference after {STEPS} steps: {difference:.2e}")
     assert difference <= 1e-4
+
+
+def test_a_run_that_overstays_its_time_is_stopped_with_every_process():
+    with pytest.raises(RuntimeError, match="did not finish in 1 s; it was stopped"):
+        launch(2, "--steps", "100000", timeout=1)
+    leftover = subprocess.run(["pgrep", "-f", "toolkit.train_ddp --steps 100000"],
+                              capture_output=True, text=True).stdout
+    assert leftover == ""
 
 
 def test_started_without_torchrun_it_says_how_to_start_it():

@@ -15,6 +15,8 @@ same number of them. So each process scales its loss by its share of the step's 
 
 import argparse
 import os
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -149,6 +151,35 @@ def train(args: argparse.Namespace) -> None:
         print(f"{summary}\ncheckpoint: {args.checkpoint}\nloss log: {args.loss_log}")
     dist.barrier()  # nobody leaves before rank 0 has written the checkpoint
     dist.destroy_process_group()
+
+
+def launch(nproc: int, *options: str, timeout: float = 300) -> str:
+    """Run this module under torchrun from Python (a notebook, a test); return its output.
+
+    torchrun and every worker it starts share one process group, so a run that overstays
+    `timeout` is killed whole and leaves no stray process behind.
+    """
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               f"--nproc-per-node={nproc}", "-m", "toolkit.train_ddp", *options]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one thread per process: they share cores
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise RuntimeError(f"torchrun with {nproc} process(es) did not finish in {timeout} s; "
+                           f"it was stopped") from None
+    if process.returncode != 0:
+        raise RuntimeError(f"torchrun with {nproc} process(es) failed:\n{output}")
+    return output
+
+
+def read_loss_log(path: Path) -> list[float]:
+    """The per-step losses rank 0 wrote, for a loss curve."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [float(line.split()[3]) for line in lines if line.startswith("step ")]
 
 
 if __name__ == "__main__":
