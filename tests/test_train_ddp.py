@@ -1,7 +1,7 @@
 """Two DDP processes with batch B train exactly like one process with batch 2B.
 
-Each run is a real `torchrun` (`toolkit.train_ddp.launch`) on gloo over loopback, killed with
-its whole process group if it overstays its time limit.
+Each run is a real `torchrun` (`toolkit.train_ddp.launch`) on gloo over loopback, stopped
+with every worker if it overstays its time limit.
 """
 
 import os
@@ -11,15 +11,19 @@ import sys
 import pytest
 import torch
 
+from toolkit.checkpoints import load_checkpoint
 from toolkit.train_ddp import launch, read_loss_log
 
-STEPS, BATCH = 4, 8
+# 37 pairs make 2 steps per epoch for 2 x 8 and for 1 x 16, so 5 steps cross two epoch
+# ends, where the sampler reshuffles and drops the odd pair.
+STEPS, BATCH, PAIRS = 5, 8, 37
 
 
 def torchrun(tmp_path, nproc: int, batch_size: int, dtype: str) -> dict[str, torch.Tensor]:
     name = f"{nproc}x{batch_size}-{dtype}"
     output = launch(nproc, "--steps", str(STEPS), "--batch-size", str(batch_size),
-                    "--dtype", dtype, "--checkpoint", str(tmp_path / f"{name}.pt"),
+                    "--train-pairs", str(PAIRS), "--dtype", dtype,
+                    "--checkpoint", str(tmp_path / f"{name}.pt"),
                     "--loss-log", str(tmp_path / f"{name}.log"), timeout=240)
     assert f"{STEPS} steps on {nproc} process(es)" in output
     assert len(read_loss_log(tmp_path / f"{name}.log")) == STEPS  # one line per step
@@ -54,14 +58,25 @@ def test_in_float32_they_agree_to_float32_noise(tmp_path):
     difference = largest_difference(two, one)
     print(f"float32: largest parameter difference after {STEPS} steps: {difference:.2e}")
     assert difference <= 1e-4
+    # Rank 0's checkpoint is a course checkpoint: it loads back into a stage-07 translator.
+    restored = load_checkpoint(tmp_path / f"2x{BATCH}-float32.pt")
+    assert type(restored.model).__module__ == "stages.stage07_multi_head"
+    assert all(torch.equal(restored.model.state_dict()[name], two[name]) for name in two)
 
 
-def test_a_run_that_overstays_its_time_is_stopped_with_every_process():
-    with pytest.raises(RuntimeError, match="did not finish in 1 s; it was stopped"):
-        launch(2, "--steps", "100000", timeout=1)
-    leftover = subprocess.run(["pgrep", "-f", "toolkit.train_ddp --steps 100000"],
-                              capture_output=True, text=True).stdout
-    assert leftover == ""
+def test_a_run_that_overstays_its_time_is_stopped_with_every_worker(tmp_path):
+    log = tmp_path / "endless.log"
+    with pytest.raises(RuntimeError, match="did not finish in 45 s; it was stopped"):
+        launch(2, "--steps", "1000000", "--loss-log", str(log),
+               "--checkpoint", str(tmp_path / "endless.pt"), timeout=45)
+    assert read_loss_log(log), "the workers never started: nothing was there to stop"
+    leftover = subprocess.run(["pgrep", "-f", str(log)], capture_output=True, text=True).stdout
+    assert leftover == "", f"workers still running: {leftover}"
+
+
+def test_a_batch_larger_than_a_shard_is_refused_with_the_reason():
+    with pytest.raises(RuntimeError, match="is more than the 10 pairs each of the 2 processes"):
+        launch(2, "--steps", "1", "--train-pairs", "20", "--batch-size", "11", timeout=120)
 
 
 def test_started_without_torchrun_it_says_how_to_start_it():

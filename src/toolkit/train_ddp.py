@@ -11,6 +11,11 @@ Two processes with `--batch-size B` train exactly like one process with `--batch
 (tests/test_train_ddp.py proves it). That needs one correction: DDP *averages* gradients over
 processes, but the loss is a mean over real target tokens, and two shards rarely hold the
 same number of them. So each process scales its loss by its share of the step's tokens.
+
+It trains like `toolkit.training.train` (stage 07's recipe, the paper's Adam and warm-up,
+gradients clipped at norm 1.0) with two differences: the pairs come in DistributedSampler's
+order, not `toolkit.batches.loader`'s, so one process does not repeat notebook 07's run step
+for step; and the default budget is 300 steps, a quick run rather than the ladder's.
 """
 
 import argparse
@@ -31,13 +36,14 @@ from tqdm import tqdm
 from stages import stage07_multi_head as stage
 from toolkit.batches import Batch, collate
 from toolkit.checkpoints import save_checkpoint
-from toolkit.data import load_data
+from toolkit.data import CourseData, load_data
 from toolkit.paths import PROJECT_ROOT
 from toolkit.recipes import RECIPES
 from toolkit.training import warmup_then_decay
 from toolkit.vocab import PAD_ID
 
 RECIPE = RECIPES[7]
+MAX_GRAD_NORM = 1.0  # as in toolkit.training.train
 OUTPUT = PROJECT_ROOT / "build" / "ddp"
 LAUNCH = "torchrun --standalone --nproc-per-node 2 -m toolkit.train_ddp"
 
@@ -53,6 +59,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=RECIPE.seed)
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"],
                         help="float64 makes the 1-process and N-process runs agree to 1e-12")
+    parser.add_argument("--train-pairs", type=int, default=0,
+                        help="train on the first N pairs only (0: all), to test epoch ends")
     parser.add_argument("--checkpoint", type=Path, default=OUTPUT / "stage07.pt")
     parser.add_argument("--loss-log", type=Path, default=OUTPUT / "loss.log",
                         help="one line per step, written by rank 0")
@@ -69,14 +77,14 @@ def join_process_group() -> torch.device:
     if torch.cuda.is_available():
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
         torch.cuda.set_device(device)
-        dist.init_process_group("nccl")
+        dist.init_process_group("nccl", device_id=device)
     else:
         device = torch.device("cpu")
         dist.init_process_group("gloo")
     return device
 
 
-def endless(loader: DataLoader, sampler: DistributedSampler) -> Iterator[Batch]:
+def epochs_forever(loader: DataLoader, sampler: DistributedSampler) -> Iterator[Batch]:
     """A new shuffle every epoch, the same on every process, so the shards never overlap."""
     epoch = 0
     while True:
@@ -90,22 +98,46 @@ def scored_targets(batch: Batch) -> torch.Tensor:
     return (batch.tgt[:, 1:] != PAD_ID).sum()
 
 
+def load_data_once(corpus: str) -> CourseData:
+    """Rank 0 of each machine loads (and, for opus100, downloads) first; the rest read its cache."""
+    first_on_machine = int(os.environ.get("LOCAL_RANK", 0)) == 0
+    if not first_on_machine:
+        dist.barrier()
+    data = load_data(corpus)
+    if first_on_machine:
+        dist.barrier()
+    return data
+
+
 def train(args: argparse.Namespace) -> None:
     device = join_process_group()
+    try:
+        run(args, device)
+    finally:  # also after an error, so the other processes are not left waiting
+        dist.destroy_process_group()
+
+
+def run(args: argparse.Namespace, device: torch.device) -> None:
     rank, world_size = dist.get_rank(), dist.get_world_size()
-    data = load_data(args.corpus)
+    data = load_data_once(args.corpus)
+    pairs = data.train[: args.train_pairs] if args.train_pairs else data.train
     torch.manual_seed(args.seed)  # DDP also copies rank 0's weights to every replica
     model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), **RECIPE.model)
-    replica = DistributedDataParallel(model.to(device, getattr(torch, args.dtype)))
-    replica.accepts_batches = model.accepts_batches  # the stage interface, through the wrapper
+    model = model.to(device, getattr(torch, args.dtype))
+    replica = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
+    # The toolkit asks a model whether it takes batches; DDP hides the stage's attribute.
+    replica.accepts_batches = model.accepts_batches
 
     # Every process shuffles with the same seed, then keeps every world_size-th pair from
     # its rank on: together the processes see each step's pairs exactly once.
-    sampler = DistributedSampler(data.train, num_replicas=world_size, rank=rank, shuffle=True,
+    sampler = DistributedSampler(pairs, num_replicas=world_size, rank=rank, shuffle=True,
                                  seed=args.seed, drop_last=True)
-    loader = DataLoader(data.train, batch_size=args.batch_size, sampler=sampler,
-                        collate_fn=collate, drop_last=True)
-    batches = endless(loader, sampler)
+    loader = DataLoader(pairs, batch_size=args.batch_size, sampler=sampler, collate_fn=collate,
+                        drop_last=True)
+    if len(loader) == 0:
+        raise SystemExit(f"--batch-size {args.batch_size} is more than the {len(sampler)} pairs "
+                         f"each of the {world_size} processes gets: use a smaller batch")
+    batches = epochs_forever(loader, sampler)
     optimizer = torch.optim.Adam(replica.parameters(), lr=args.lr, betas=RECIPE.betas,
                                  eps=RECIPE.eps)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -113,6 +145,7 @@ def train(args: argparse.Namespace) -> None:
 
     log = None
     if rank == 0:
+        args.checkpoint.parent.mkdir(parents=True, exist_ok=True)  # fail now, not after training
         args.loss_log.parent.mkdir(parents=True, exist_ok=True)
         log = args.loss_log.open("w", encoding="utf-8")
         print(f"# {world_size} process(es) x {args.batch_size} pairs per step, backend "
@@ -120,44 +153,47 @@ def train(args: argparse.Namespace) -> None:
     steps = tqdm(range(1, args.steps + 1), desc=f"DDP x{world_size}", unit="step", ascii=True,
                  ncols=90, mininterval=2.0, disable=rank != 0, file=sys.stderr)
     start = time.perf_counter()
-    for step in steps:
-        batch = next(batches).to(device)
-        tokens = scored_targets(batch)
-        loss = stage.objective(replica, batch)  # mean over this process's scored targets
-        # One all-reduce gives the step's token count (for the scaling) and its loss (for the log).
-        totals = torch.stack([tokens.float(), loss.detach() * tokens]).to(device)
-        dist.all_reduce(totals)
-        step_tokens, step_loss = totals[0], totals[1] / totals[0]
-        # DDP averages gradients over processes; this scaling turns that average into the
-        # gradient of the mean over *all* the step's targets, as one big batch would give.
-        optimizer.zero_grad(set_to_none=True)
-        (loss * tokens * world_size / step_tokens).backward()
-        torch.nn.utils.clip_grad_norm_(replica.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
+    try:
+        for step in steps:
+            batch = next(batches).to(device)
+            tokens = scored_targets(batch)
+            # The mean over this process's scored targets.
+            loss = stage.objective(replica, batch, label_smoothing=RECIPE.label_smoothing)
+            # One all-reduce gives the step's token count (for the scaling) and loss (for the log).
+            totals = torch.stack([tokens.to(loss.dtype), loss.detach() * tokens])
+            dist.all_reduce(totals)
+            step_tokens, step_loss = totals[0], totals[1] / totals[0]
+            # DDP averages gradients over processes; this scaling turns that average into the
+            # gradient of the mean over *all* the step's targets, as one big batch would give.
+            optimizer.zero_grad(set_to_none=True)
+            (loss * tokens * world_size / step_tokens).backward()
+            torch.nn.utils.clip_grad_norm_(replica.parameters(), MAX_GRAD_NORM)
+            optimizer.step()
+            lr = schedule.get_last_lr()[0]  # the rate this step used
+            schedule.step()
+            if log is not None:
+                print(f"step {step} loss {step_loss.item():.4f} lr {lr:.3e}", file=log,
+                      flush=True)
+                steps.set_postfix(loss=f"{step_loss.item():.3f}", refresh=False)
+        seconds = time.perf_counter() - start
+        if rank == 0:
+            save_checkpoint(args.checkpoint, model, data.src_vocab, data.tgt_vocab, RECIPE.model)
+            rate = args.steps / seconds
+            summary = (f"{args.steps} steps on {world_size} process(es) in {seconds:.1f} s: "
+                       f"{rate:.2f} steps/s, {rate * args.batch_size * world_size:.0f} pairs/s")
+            print(f"# {summary}", file=log)
+            print(f"{summary}\ncheckpoint: {args.checkpoint}\nloss log: {args.loss_log}")
+    finally:
         if log is not None:
-            print(f"step {step} loss {step_loss.item():.4f} lr {schedule.get_last_lr()[0]:.3e}",
-                  file=log, flush=True)
-            steps.set_postfix(loss=f"{step_loss.item():.3f}", refresh=False)
-    seconds = time.perf_counter() - start
-
-    if rank == 0:
-        save_checkpoint(args.checkpoint, model, data.src_vocab, data.tgt_vocab, RECIPE.model)
-        rate = args.steps / seconds
-        summary = (f"{args.steps} steps on {world_size} process(es) in {seconds:.1f} s: "
-                   f"{rate:.2f} steps/s, {rate * args.batch_size * world_size:.0f} pairs/s")
-        print(f"# {summary}", file=log)
-        log.close()
-        print(f"{summary}\ncheckpoint: {args.checkpoint}\nloss log: {args.loss_log}")
+            log.close()
     dist.barrier()  # nobody leaves before rank 0 has written the checkpoint
-    dist.destroy_process_group()
 
 
 def launch(nproc: int, *options: str, timeout: float = 300) -> str:
     """Run this module under torchrun from Python (a notebook, a test); return its output.
 
-    torchrun and every worker it starts share one process group, so a run that overstays
-    `timeout` is killed whole and leaves no stray process behind.
+    A run that overstays `timeout`, or is interrupted, is stopped with every worker: torchrun
+    passes SIGTERM on to its workers (SIGKILL would only stop torchrun itself).
     """
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={nproc}", "-m", "toolkit.train_ddp", *options]
@@ -166,11 +202,17 @@ def launch(nproc: int, *options: str, timeout: float = 300) -> str:
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise RuntimeError(f"torchrun with {nproc} process(es) did not finish in {timeout} s; "
-                           f"it was stopped") from None
+    except BaseException as error:  # a timeout, Ctrl-C in a notebook, a test's own timeout
+        process.terminate()
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+        if isinstance(error, subprocess.TimeoutExpired):
+            raise RuntimeError(f"torchrun with {nproc} process(es) did not finish in {timeout} "
+                               f"s; it was stopped with its workers") from None
+        raise
     if process.returncode != 0:
         raise RuntimeError(f"torchrun with {nproc} process(es) failed:\n{output}")
     return output
