@@ -226,10 +226,11 @@ def stack(fn: Callable) -> None:
                 properties.recording(model.decoder_layers) as decoder_calls:
             output = fn(model.encoder_layers, model.decoder_layers, x, y, padding, future)
         _fail_on(properties.stacking_problem(encoder_calls, decoder_calls), case)
-        (first_encoder_args, _), (first_decoder_args, _) = encoder_calls[0][0], decoder_calls[0][0]
-        if not torch.equal(first_encoder_args[0], x) or not torch.equal(first_decoder_args[0], y):
+        # Each layer ran exactly once (checked above): [0] is its only call.
+        first_encoder, first_decoder = encoder_calls[0][0], decoder_calls[0][0]
+        if not torch.equal(first_encoder.args[0], x) or not torch.equal(first_decoder.args[0], y):
             raise NotYet(f"{case}: the first layers must read x and y themselves")
-        last_output = decoder_calls[-1][0][1]
+        last_output = decoder_calls[-1][0].output
         _fail_on(properties.mismatch(output, last_output, "the last decoder layer's output"), case)
     _passed(_name(fn), "two stacks of different depths")
 

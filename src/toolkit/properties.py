@@ -9,6 +9,7 @@ import inspect
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -310,20 +311,27 @@ def shift_problem(rotation: object, encoding: torch.Tensor, k: int, atol: float 
 
 # --- layers ------------------------------------------------------------------------------
 
+class Call(NamedTuple):
+    """One call of a layer: its arguments in their positional order, and what it returned."""
+
+    args: tuple
+    output: torch.Tensor
+
+
 @contextmanager
-def recording(layers: Sequence[nn.Module]) -> Iterator[list[list[tuple]]]:
-    """Record (arguments, output) of every call of each layer, in order.
+def recording(layers: Sequence[nn.Module]) -> Iterator[list[list[Call]]]:
+    """Record every call of each layer, in order: calls[i] lists the calls of layers[i].
 
     Keyword arguments are put in their positional place, so `layer(y, memory=x)` and
     `layer(y, x)` record the same thing.
     """
-    calls: list[list[tuple]] = [[] for _ in layers]
+    calls: list[list[Call]] = [[] for _ in layers]
 
-    def hook_for(layer: nn.Module, seen: list[tuple]) -> Callable:
+    def hook_for(layer: nn.Module, seen: list[Call]) -> Callable:
         signature = inspect.signature(layer.forward)
 
         def hook(module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> None:
-            seen.append((tuple(signature.bind(*args, **kwargs).arguments.values()), output))
+            seen.append(Call(tuple(signature.bind(*args, **kwargs).arguments.values()), output))
         return hook
 
     handles = [layer.register_forward_hook(hook_for(layer, seen), with_kwargs=True)
@@ -335,7 +343,7 @@ def recording(layers: Sequence[nn.Module]) -> Iterator[list[list[tuple]]]:
             handle.remove()
 
 
-def stacking_problem(encoder_calls: list[list[tuple]], decoder_calls: list[list[tuple]]) -> Problem:
+def stacking_problem(encoder_calls: list[list[Call]], decoder_calls: list[list[Call]]) -> Problem:
     """Each layer runs once on the output of the one below; every decoder layer reads the
     *final* encoder output as its memory (the second argument of a decoder layer)."""
     for side, calls in (("encoder", encoder_calls), ("decoder", decoder_calls)):
@@ -343,12 +351,13 @@ def stacking_problem(encoder_calls: list[list[tuple]], decoder_calls: list[list[
             if len(seen) != 1:
                 return f"{side} layer {index} ran {len(seen)} times: run each layer exactly once"
         for index in range(1, len(calls)):
-            if not torch.equal(calls[index][0][0][0], calls[index - 1][0][1]):
+            (below,), (this,) = calls[index - 1], calls[index]
+            if not torch.equal(this.args[0], below.output):
                 return (f"{side} layer {index} did not receive the output of {side} layer "
                         f"{index - 1}: each layer reads the one below it")
-    outputs = [seen[0][1] for seen in encoder_calls]
-    for index, seen in enumerate(decoder_calls):
-        memory = seen[0][0][1]
+    outputs = [call.output for (call,) in encoder_calls]
+    for index, (call,) in enumerate(decoder_calls):
+        memory = call.args[1]
         if torch.equal(memory, outputs[-1]):
             continue
         same = [i for i, output in enumerate(outputs) if torch.equal(memory, output)]
