@@ -2,23 +2,35 @@
 
 import dataclasses
 
+import torch
+
 import toolkit.ladder as ladder
 from toolkit import ablation
-from toolkit.recipes import BATCH_SIZE, RECIPES, STEPS
+from toolkit.recipes import BATCH_SIZE, RECIPES, SEEDS, STEPS
 
 
-def test_every_stage_with_a_recipe_has_a_committed_rung():
+def test_every_stage_with_a_recipe_has_a_committed_rung_on_every_seed():
     assert sorted(ladder.load_ladder()) == sorted(RECIPES)
+    runs = ladder.load_runs()
+    assert sorted((r.stage, r.seed) for r in runs) == sorted(
+        (number, seed) for number in RECIPES for seed in SEEDS)
+
+
+def test_seeds_give_different_runs_so_the_spread_measures_something():
+    """A seed that changed nothing (say, ignored by the data order and the init) shows as 0."""
+    for number in RECIPES:
+        losses = {r.train_loss for r in ladder.load_runs() if r.stage == number}
+        assert len(losses) == len(SEEDS), f"stage {number:02d}: seeds gave identical runs"
 
 
 def test_the_committed_ladder_is_not_stale():
     """Edit a stage module or the corpus, and this fails until `make ladder` is rerun."""
-    stale = ladder.stale_stages(ladder.load_ladder())
+    stale = ladder.stale_stages(ladder.load_runs())
     assert stale == [], f"stages {stale} changed since the ladder was computed: run make ladder"
 
 
 def test_every_rung_used_the_shared_budget():
-    for rung in ladder.load_ladder().values():
+    for rung in ladder.load_runs():
         assert (rung.steps, rung.batch_size) == (STEPS, BATCH_SIZE)
         assert rung.bleu_signature.startswith("nrefs:1|case:mixed|eff:no|tok:13a")
 
@@ -30,18 +42,42 @@ def test_a_changed_stage_module_is_reported_stale(monkeypatch):
     assert ladder.stale_stages(committed) == [2]
 
 
-def test_the_table_puts_a_live_run_beside_its_committed_rung():
-    committed = ladder.load_ladder()
-    live = dataclasses.replace(committed[1], exact_match=99.0)
-    frame = ladder.table(committed, live)
+def test_the_table_puts_a_live_run_beside_its_committed_rung_and_the_spread():
+    runs = ladder.load_runs()
+    live = dataclasses.replace(ladder.load_ladder()[1], exact_match=99.0)
+    frame = ladder.table(runs, live, up_to=2)
     assert frame.loc[("01 Naive attention", "this run"), "exact match %"] == 99.0
-    assert ("01 Naive attention", "committed") in frame.index
+    assert ("01 Naive attention", f"committed, seed {SEEDS[0]}") in frame.index
+    assert {stage for stage, _ in frame.index} == {"01 Naive attention", "02 Batching"}
+    scores = [r.exact_match for r in runs if r.stage == 1]
+    mean = sum(scores) / len(scores)
+    cell = frame.loc[("01 Naive attention", f"committed, mean ± sd of {len(SEEDS)} seeds"),
+                     "exact match %"]
+    assert cell.startswith(f"{mean:.2f} ± ")
+
+
+def test_the_spread_is_the_sample_standard_deviation_over_seeds():
+    runs = [dataclasses.replace(ladder.load_ladder()[1], exact_match=value, seed=seed)
+            for seed, value in enumerate([1.0, 2.0, 6.0])]
+    summary = ladder.spread(runs)
+    title = runs[0].title
+    assert summary.loc[title, ("exact match %", "mean")] == 3.0
+    assert summary.loc[title, ("exact match %", "std")] == 2.65  # sqrt(7), n - 1 in the divisor
+    assert ladder.mean_sd(summary, title, "exact match %") == "3.0 ± 2.6"
+
+
+def test_a_notebook_run_is_said_to_reproduce_its_rung_only_when_every_score_is_equal():
+    committed = ladder.load_ladder()[3]
+    assert "reproduces" in ladder.reproduces(committed, committed)
+    other = dataclasses.replace(committed, train_loss=committed.train_loss + 1e-4)
+    assert "differs" in ladder.reproduces(other, committed)
+    assert "train_loss" in ladder.reproduces(other, committed)
 
 
 def test_the_readme_table_is_the_committed_ladder():
     """The README's numbers come from ladder.json; `make ladder` rewrites both."""
     written = ladder.readme_section(ladder.TABLE_START, ladder.TABLE_END)
-    assert written == ladder.markdown_table(ladder.load_ladder()), "run make ladder"
+    assert written == ladder.markdown_table(ladder.load_runs()), "run make ladder"
 
 
 def test_the_chart_exists_for_the_readme_and_the_site():
@@ -53,9 +89,33 @@ def test_the_readme_ablation_table_is_the_committed_ablation():
     assert written == ablation.markdown_table(ablation.load_ablation()), "run make ablation"
 
 
-def test_the_ablation_covers_every_variant_on_one_budget_and_is_not_stale():
+def test_the_ablation_covers_every_variant_and_seed_on_one_budget_and_is_not_stale():
     rows = ablation.load_ablation()
-    assert list(rows) == list(ablation.VARIANTS)
-    assert {(r.steps, r.batch_size) for r in rows.values()} == {
+    assert list(rows) == list(ablation.VARIANTS) + list(ablation.LADDER_VARIANTS)
+    assert all(sorted(r.seed for r in runs) == list(SEEDS) for runs in rows.values())
+    assert {(r.steps, r.batch_size) for name in ablation.VARIANTS for r in rows[name]} == {
         (ablation.PAPER.steps, ablation.PAPER.batch_size)}
-    assert [name for name, r in rows.items() if ladder.is_stale(r)] == [], "run make ablation"
+    assert {(r.steps, r.batch_size) for name in ablation.LADDER_VARIANTS
+            for r in rows[name]} == {(STEPS, BATCH_SIZE)}
+    stale = [name for name, runs in rows.items() if any(ladder.is_stale(r) for r in runs)]
+    assert stale == [], "run make ablation"
+
+
+def test_the_ablation_knobs_change_the_model_they_say():
+    """The embedding std and the attention scale must reach the built model, or rows lie."""
+    from toolkit.data import load_data
+    data = load_data()
+    paper = ladder.build(7, data, ablation.PAPER)
+    small = ladder.build(7, data, ablation.VARIANTS[
+        "without the sqrt(d) scale (init std d^-0.5 kept, tied)"])
+    wide = ladder.build(7, data, ablation.VARIANTS["sqrt(d) scale with init std 1 (tied)"])
+    assert small.embed_scale == 1.0 and paper.embed_scale == 8.0
+    assert 0.1 < small.src_embed.weight.std() < 0.15 and 0.9 < wide.tgt_embed.weight.std() < 1.1
+    assert wide.out_proj.weight is wide.tgt_embed.weight  # still tied after the re-init
+    unscaled = ladder.build(7, data, ablation.LADDER_VARIANTS[ablation.UNSCALED])
+    assert {layer.self_attn.scale for layer in unscaled.encoder_layers} == {1.0}
+    assert {layer.cross_attn.scale for layer in unscaled.decoder_layers} == {1.0}
+    scaled = ladder.build(7, data, RECIPES[7])  # same seed, so the same weights
+    src, tgt = (torch.tensor([ids]) for ids in data.train[0])
+    with torch.no_grad():
+        assert not torch.allclose(scaled(src, tgt), unscaled(src, tgt))

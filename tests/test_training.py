@@ -63,6 +63,24 @@ def test_schedule_warms_up_linearly_to_the_peak_then_decays():
     assert factors[39] == pytest.approx(0.5)  # 1/sqrt(40/10)
 
 
+def test_the_ablation_schedules_remove_the_warm_up_alone_or_everything():
+    paper = [warmup_then_decay(step, 10) for step in range(1, 41)]
+    decay_only = [warmup_then_decay(step, 10, "decay_only") for step in range(1, 41)]
+    assert decay_only[:10] == [1.0] * 10  # the peak from the first step
+    assert decay_only[10:] == paper[10:]  # then exactly the paper's decay
+    assert {warmup_then_decay(step, 10, "constant") for step in range(1, 41)} == {1.0}
+    with pytest.raises(ValueError, match="not one of"):
+        warmup_then_decay(1, 10, "cosine")
+
+
+@pytest.mark.parametrize("schedule", ["warmup_then_decay", "decay_only", "constant"])
+def test_the_optimiser_follows_the_schedule_at_every_step(schedule):
+    history = train(Bigram(), teacher_forcing, forever(BATCH), steps=30, lr=1e-2,
+                    warmup_steps=10, schedule=schedule, progress=io.StringIO())
+    expected = [1e-2 * warmup_then_decay(step, 10, schedule) for step in range(1, 31)]
+    assert history.learning_rates == pytest.approx(expected)
+
+
 @pytest.mark.parametrize("training", [True, False])
 def test_evaluate_loss_averages_batches_and_leaves_the_mode_as_it_was(training):
     model = Bigram().train(training)

@@ -31,6 +31,7 @@ class MultiHeadAttention(nn.Module):
             )
         self.num_heads = num_heads  # New:
         self.head_dim = embed_dim // num_heads  # New: d_k = d_v
+        self.scale = math.sqrt(self.head_dim)  # New: keeps the scores' variance near 1
         self.q_proj = nn.Linear(embed_dim, embed_dim)
         self.k_proj = nn.Linear(embed_dim, embed_dim)
         self.v_proj = nn.Linear(embed_dim, embed_dim)
@@ -49,8 +50,7 @@ class MultiHeadAttention(nn.Module):
         q = self.split_heads(self.q_proj(query))  # (batch, heads, q_len, head_dim)  # New:
         k = self.split_heads(self.k_proj(key_value))  # (batch, heads, kv_len, head_dim)
         v = self.split_heads(self.v_proj(key_value))  # (batch, heads, kv_len, head_dim)
-        scale = math.sqrt(self.head_dim)  # New: keeps the scores' variance near 1
-        scores = q @ k.transpose(-2, -1) / scale  # (batch, heads, q_len, kv_len)  # New:
+        scores = q @ k.transpose(-2, -1) / self.scale  # (batch, heads, q_len, kv_len)  # New:
         # Combine the masks first, then fill once with the most negative finite number:
         # -inf would turn a fully hidden row into NaN, and adding two fills would overflow.
         hidden = torch.zeros_like(scores, dtype=torch.bool)  # (batch, heads, q_len, kv_len)

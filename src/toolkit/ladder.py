@@ -1,9 +1,11 @@
 """The ladder: every stage trained on one shared budget, so each rung shows what an idea buys.
 
-`python -m toolkit.ladder` (what `make ladder` runs) trains each stage with its recipe and
-writes `assets/ladder.json`, the one source of the numbers in the README and notebooks.
-Each rung records hashes of its stage module, of the corpus, and of the toolkit code that
-trains and scores it (recipes included), so stale numbers show.
+`python -m toolkit.ladder` (what `make ladder` runs) trains each stage with its recipe, once
+per seed in `recipes.SEEDS`, and writes `assets/ladder.json`, the one source of the numbers
+in the README and notebooks. One seed is one run; the spread across seeds says which
+differences between stages are larger than chance. Each rung records hashes of its stage
+module, of the corpus, and of the toolkit code that trains and scores it (recipes
+included), so stale numbers show.
 """
 
 import hashlib
@@ -11,7 +13,9 @@ import importlib
 import json
 import sys
 import textwrap
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -23,12 +27,11 @@ from torch import nn
 from toolkit.batches import endless, loader
 from toolkit.corpus import DATA_DIR
 from toolkit.data import CourseData, load_data
-from toolkit.device import pick_device
 from toolkit.evaluation import evaluate
 from toolkit.metrics import Report
 from toolkit.outline import STAGES
 from toolkit.outline import stage as stage_info
-from toolkit.recipes import RECIPES, Recipe
+from toolkit.recipes import RECIPES, SEEDS, Recipe
 from toolkit.stage_api import count_parameters
 from toolkit.training import History, evaluate_loss, train
 
@@ -62,6 +65,7 @@ class Rung:
     stage_sha256: str
     corpus_sha256: str
     toolkit_sha256: str
+    seed: int = 0
 
 
 def stage_module(number: int) -> ModuleType:
@@ -104,16 +108,32 @@ def rung(
         bleu=round(report.bleu, 2), bleu_signature=report.bleu_signature,
         per_phenomenon={k: round(v, 2) for k, v in report.per_phenomenon.items()},
         stage_sha256=stage_hash(number), corpus_sha256=corpus_hash(),
-        toolkit_sha256=toolkit_hash(),
+        toolkit_sha256=toolkit_hash(), seed=recipe.seed,
     )
+
+
+def build(number: int, data: CourseData, recipe: Recipe) -> nn.Module:
+    """The stage's model as its recipe makes it, from the recipe's seed (ablation knobs too)."""
+    stage = stage_module(number)
+    torch.manual_seed(recipe.seed)
+    model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), **recipe.model)
+    if recipe.embedding_std is not None:  # tied weights are the same tensor: set once
+        for embedding in (model.src_embed, model.tgt_embed):
+            nn.init.normal_(embedding.weight, std=recipe.embedding_std)
+    if recipe.attention_scale is not None:
+        attentions = [m for m in model.modules() if isinstance(m, stage.MultiHeadAttention)]
+        if not attentions:
+            raise ValueError(f"stage {number:02d} has no scaled multi-head attention to change")
+        for attention in attentions:
+            attention.scale = recipe.attention_scale
+    return model
 
 
 def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
           recipe: Recipe | None = None, title: str | None = None) -> Rung:
     """Train one stage with its recipe (or another) and score it on the test split."""
     stage, recipe = stage_module(number), recipe or RECIPES[number]
-    torch.manual_seed(recipe.seed)
-    model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), **recipe.model)
+    model = build(number, data, recipe)
     batches = endless(loader(data.train, recipe.batch_size, seed=recipe.seed))
     history = train(model, stage.objective, batches, device=device,
                     description=title or f"stage {number:02d}", **recipe.training())
@@ -123,14 +143,35 @@ def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
     return rung(number, model, history, validation_loss, report, recipe, title)
 
 
-def load_ladder(path: Path = LADDER_PATH) -> dict[int, Rung]:
-    """The committed rungs, by stage number; empty until `make ladder` has run."""
+def load_runs(path: Path = LADDER_PATH, key: str = "rungs") -> list[Rung]:
+    """Every committed run, every seed; empty until `make ladder` has run."""
     if not path.exists():
-        return {}
+        return []
     try:
-        return {entry["stage"]: Rung(**entry) for entry in json.loads(path.read_text())["rungs"]}
+        return [Rung(**entry) for entry in json.loads(path.read_text())[key]]
     except TypeError as error:
         raise ValueError(f"{path} has an older format ({error}): run `make ladder`") from error
+
+
+def load_ladder(path: Path = LADDER_PATH, seed: int = RECIPES[1].seed) -> dict[int, Rung]:
+    """The committed rungs of one seed (the recipes' own, which the notebooks use), by stage."""
+    return {run.stage: run for run in load_runs(path) if run.seed == seed}
+
+
+def train_all(jobs: list[tuple[int, Recipe, str | None]]) -> list[Rung]:
+    """Run (stage, recipe, title) jobs two at a time, one thread each: two cores, used fairly."""
+    with ProcessPoolExecutor(2) as pool:
+        return list(pool.map(_climb_on_one_thread, jobs))
+
+
+def _climb_on_one_thread(job: tuple[int, Recipe, str | None]) -> Rung:
+    torch.set_num_threads(1)
+    number, recipe, title = job
+    return climb(number, load_data(), "cpu", recipe, title)
+
+
+def with_seeds(recipe: Recipe, seeds: Iterable[int] = SEEDS) -> list[Recipe]:
+    return [replace(recipe, seed=seed) for seed in seeds]
 
 
 def is_stale(entry: Rung) -> bool:
@@ -139,33 +180,77 @@ def is_stale(entry: Rung) -> bool:
         stage_hash(entry.stage), corpus_hash(), toolkit_hash())
 
 
-def stale_stages(ladder: dict[int, Rung]) -> list[int]:
+def stale_stages(ladder: dict[int, Rung] | list[Rung]) -> list[int]:
     """Stages whose module, corpus or training code changed since their rung was computed."""
-    return [number for number, entry in ladder.items() if is_stale(entry)]
+    runs = ladder.values() if isinstance(ladder, dict) else ladder
+    return sorted({entry.stage for entry in runs if is_stale(entry)})
 
 
-def table(ladder: dict[int, Rung], live: Rung | None = None) -> pd.DataFrame:
-    """The ladder as a table; a notebook's own live run appears beside its committed rung."""
-    rows = [(f"{r.stage:02d} {r.title}", "committed", r) for r in ladder.values()]
+METRICS = {"exact match %": lambda r: r.exact_match, "BLEU": lambda r: r.bleu,
+           "held-out exact match %": lambda r: r.per_phenomenon.get("held_out", float("nan"))}
+
+
+def spread(runs: list[Rung]) -> pd.DataFrame:
+    """Mean and standard deviation over seeds, one row per title (a stage or a variant)."""
+    frame = pd.DataFrame([{"title": r.title, "seed": r.seed, "training s": r.training_seconds,
+                           **{name: read(r) for name, read in METRICS.items()}} for r in runs])
+    grouped = frame.groupby("title", sort=False)
+    summary = grouped[list(METRICS)].agg(["mean", "std"]).round(2)
+    summary[("seeds", "n")] = grouped["seed"].count()
+    return summary
+
+
+def mean_sd(summary: pd.DataFrame, title: str, metric: str, digits: int = 1) -> str:
+    """One cell of a spread table as text, e.g. '75.9 ± 1.2'."""
+    mean, sd = summary.loc[title, (metric, "mean")], summary.loc[title, (metric, "std")]
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def reproduces(live: Rung, committed: Rung) -> str:
+    """Say whether a notebook's run gave exactly its committed rung, and if not, why it may."""
+    if is_stale(committed):
+        return "the committed rung is stale (code or corpus changed): run `make ladder`"
+    fields = ("train_loss", "validation_loss", "exact_match", "bleu", "per_phenomenon")
+    differ = [name for name in fields if getattr(live, name) != getattr(committed, name)]
+    if not differ:
+        return f"this run reproduces the committed seed-{committed.seed} rung exactly"
+    return (f"this run differs from the committed seed-{committed.seed} rung in "
+            f"{', '.join(differ)}: expected on another device or thread count "
+            f"(the committed runs used one CPU thread)")
+
+
+def table(runs: list[Rung], live: Rung | None = None, up_to: int | None = None) -> pd.DataFrame:
+    """The ladder as a table: each stage's first seed, its mean ± sd over every seed, and a
+    notebook's own live run beside them."""
+    runs = [r for r in runs if up_to is None or r.stage <= up_to]
+    summary, rows = spread(runs), []
+    for r in runs:
+        if r.seed == SEEDS[0]:
+            rows.append((r, f"committed, seed {r.seed}", {name: read(r)
+                                                          for name, read in METRICS.items()}))
+            seeds = int(summary.loc[r.title, ("seeds", "n")])
+            rows.append((r, f"committed, mean ± sd of {seeds} seeds",
+                         {name: mean_sd(summary, r.title, name, 2) for name in METRICS}))
     if live is not None:
-        rows.append((f"{live.stage:02d} {live.title}", "this run", live))
+        rows.append((live, "this run", {name: read(live) for name, read in METRICS.items()}))
     frame = pd.DataFrame([{
-        "stage": name, "run": run, "parameters": r.parameters,
+        "stage": f"{r.stage:02d} {r.title}", "run": run, "parameters": r.parameters,
         "pairs seen": r.steps * r.batch_size, "training s": r.training_seconds,
-        "train loss": r.train_loss, "exact match %": r.exact_match, "BLEU": r.bleu,
-        "held-out exact match %": r.per_phenomenon.get("held_out", float("nan")),
-    } for name, run, r in sorted(rows, key=lambda row: (row[0], row[1]))])
-    return frame.set_index(["stage", "run"])
+        "train loss": r.train_loss, **scores,
+    } for r, run, scores in rows])
+    return frame.set_index(["stage", "run"]).sort_index(level=0, sort_remaining=False)
 
 
-def markdown_table(ladder: dict[int, Rung]) -> str:
+def markdown_table(runs: list[Rung]) -> str:
     """The README's results table, so its numbers come from ladder.json and nowhere else."""
-    lines = ["| stage | parameters | training time | exact match | BLEU | held-out exact match |",
-             "|---|---|---|---|---|---|"]
+    summary, first = spread(runs), {r.stage: r for r in runs if r.seed == SEEDS[0]}
+    n = int(summary[("seeds", "n")].min())
+    lines = ["| stage | parameters | training time | exact match % | BLEU | held-out exact "
+             "match % |", "|---|---|---|---|---|---|"]
     lines += [f"| {r.stage:02d} {r.title} | {r.parameters:,} | {r.training_seconds:.0f} s | "
-              f"{r.exact_match:.1f}% | {r.bleu:.1f} | {r.per_phenomenon['held_out']:.1f}% |"
-              for r in (ladder[number] for number in sorted(ladder))]
-    return "\n".join(lines)
+              + " | ".join(mean_sd(summary, r.title, metric) for metric in METRICS) + " |"
+              for r in (first[number] for number in sorted(first))]
+    return "\n".join(lines) + f"\n\nMean ± standard deviation over {n} seeds; time of one run."
 
 
 def write_readme_section(start_marker: str, end_marker: str, content: str,
@@ -182,19 +267,21 @@ def readme_section(start_marker: str, end_marker: str, readme: Path = README_PAT
     return text[text.index(start_marker) + len(start_marker): text.index(end_marker)].strip()
 
 
-def chart(ladder: dict[int, Rung]) -> Figure:
-    """Three bars per stage: what each idea buys, readable at a glance."""
-    numbers = sorted(ladder)
+def chart(runs: list[Rung]) -> Figure:
+    """Three bars per stage, with the spread across seeds: what each idea buys, at a glance."""
+    titles = {r.stage: r.title for r in runs}
+    numbers, summary = sorted(titles), spread(runs)
     figure = Figure(figsize=(9, 3.6))
     ax = figure.subplots()
-    bars = {"exact match %": [ladder[n].exact_match for n in numbers],
-            "held-out exact match %": [ladder[n].per_phenomenon["held_out"] for n in numbers],
-            "BLEU": [ladder[n].bleu for n in numbers]}
-    for offset, (label, values) in zip((-0.27, 0.0, 0.27), bars.items(), strict=True):
-        ax.bar([n + offset for n in numbers], values, 0.27, label=label)
-    ax.set_xticks(numbers, [f"{n:02d}\n{textwrap.fill(ladder[n].title, 14)}" for n in numbers],
+    for offset, metric in zip((-0.27, 0.0, 0.27), METRICS, strict=True):
+        rows = summary.loc[[titles[n] for n in numbers], metric]
+        ax.bar([n + offset for n in numbers], rows["mean"], 0.27, yerr=rows["std"],
+               capsize=2, label=metric)
+    ax.set_xticks(numbers, [f"{n:02d}\n{textwrap.fill(titles[n], 14)}" for n in numbers],
                   fontsize=8)
-    ax.set(ylim=(0, 100), title="What each idea buys, on one shared budget")
+    n = int(summary[("seeds", "n")].min())
+    ax.set(ylim=(0, 100), title=f"What each idea buys, on one shared budget "
+                                f"(mean ± sd over {n} seeds)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     figure.tight_layout()
@@ -202,18 +289,20 @@ def chart(ladder: dict[int, Rung]) -> Figure:
 
 
 def main(numbers: list[int]) -> None:
-    """Recompute the given stages (all by default) and merge them into the committed file."""
-    torch.set_num_threads(1)
-    data, device = load_data(), pick_device()
-    ladder = load_ladder() if numbers else {}  # recomputing everything needs no old file
-    for number in numbers or [s.number for s in STAGES if s.number in RECIPES]:
-        ladder[number] = climb(number, data, device)
-        print(f"stage {number:02d}: exact match {ladder[number].exact_match:.1f}%, "
-              f"BLEU {ladder[number].bleu:.1f}")
-    rungs = [asdict(ladder[number]) for number in sorted(ladder)]
-    LADDER_PATH.write_text(json.dumps({"rungs": rungs}, indent=1, ensure_ascii=False) + "\n")
-    chart(ladder).savefig(CHART_PATH, dpi=110)
-    write_readme_section(TABLE_START, TABLE_END, markdown_table(ladder))
+    """Recompute the given stages (all by default) on every seed, merged into the committed file."""
+    numbers = numbers or [s.number for s in STAGES if s.number in RECIPES]
+    jobs = [(number, recipe, None) for number in numbers
+            for recipe in with_seeds(RECIPES[number])]
+    fresh = train_all(jobs)
+    for run in fresh:
+        print(f"stage {run.stage:02d} seed {run.seed}: exact match {run.exact_match:.1f}%, "
+              f"BLEU {run.bleu:.1f}")
+    runs = sorted([r for r in load_runs() if r.stage not in numbers] + fresh,
+                  key=lambda r: (r.stage, r.seed))
+    LADDER_PATH.write_text(json.dumps({"rungs": [asdict(r) for r in runs]}, indent=1,
+                                      ensure_ascii=False) + "\n")
+    chart(runs).savefig(CHART_PATH, dpi=110)
+    write_readme_section(TABLE_START, TABLE_END, markdown_table(runs))
     print(f"wrote {LADDER_PATH}, {CHART_PATH.name} and the README's results table")
 
 

@@ -159,10 +159,10 @@ CATALOGUE: list[Mutation] = [
     *_in_stages(4, "inverted-causal", MASKED, [(".triu(diagonal=1)", ".tril(diagonal=-1)")]),
     *_in_stages(4, "diagonal-hidden", MASKED, [(".triu(diagonal=1)", ".triu(diagonal=0)")]),
     Mutation(5, "scale-by-d_k", _stage(7), (
-        ("scale = math.sqrt(self.head_dim)", "scale = self.head_dim"),)),
+        ("self.scale = math.sqrt(self.head_dim)", "self.scale = self.head_dim"),)),
     Mutation(5, "scale-by-sqrt-embed_dim", _stage(7), (
-        ("scale = math.sqrt(self.head_dim)",
-         "scale = math.sqrt(self.num_heads * self.head_dim)"),)),
+        ("self.scale = math.sqrt(self.head_dim)",
+         "self.scale = math.sqrt(self.num_heads * self.head_dim)"),)),
     Mutation(6, "split-without-transpose", _stage(7), (
         (_SPLIT, "x = x.view(batch, self.num_heads, length, self.head_dim)"),
         ("return x.transpose(1, 2)  # (batch, heads, len, head_dim)", "return x"))),

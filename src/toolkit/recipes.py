@@ -8,6 +8,8 @@ seconds, so they mean the same on every machine.
 from dataclasses import dataclass, field
 
 STEPS, BATCH_SIZE, SEED = 2000, 32, 0
+# `make ladder` and `make ablation` repeat every run with these seeds to measure the spread.
+SEEDS = (0, 1, 2)
 
 
 @dataclass(frozen=True)
@@ -23,12 +25,18 @@ class Recipe:
     label_smoothing: float = 0.0  # the paper uses 0.1
     betas: tuple[float, float] = (0.9, 0.98)  # the paper's Adam; PyTorch's default is 0.999
     eps: float = 1e-9
+    schedule: str = "warmup_then_decay"  # see toolkit.training.warmup_then_decay
+    # For the ablations only: re-initialise both embeddings at this std after building the
+    # model (separates the init from the sqrt(d) scale), and divide attention scores by this
+    # number instead of sqrt(head_dim) (stage 07).
+    embedding_std: float | None = None
+    attention_scale: float | None = None
 
     def training(self) -> dict:
         """The keyword arguments of `toolkit.training.train` this recipe sets."""
         return {"steps": self.steps, "lr": self.lr, "warmup_steps": self.warmup_steps,
                 "seed": self.seed, "label_smoothing": self.label_smoothing,
-                "betas": self.betas, "eps": self.eps}
+                "betas": self.betas, "eps": self.eps, "schedule": self.schedule}
 
 
 RECIPES = {

@@ -7,10 +7,17 @@ own share of every step's sentence pairs; after `backward`, DDP all-reduces the 
 that every replica takes the same optimiser step and the replicas never drift apart. Rank 0
 alone writes the loss log and the checkpoint.
 
-Two processes with `--batch-size B` train exactly like one process with `--batch-size 2B`
-(tests/test_train_ddp.py proves it). That needs one correction: DDP *averages* gradients over
-processes, but the loss is a mean over real target tokens, and two shards rarely hold the
-same number of them. So each process scales its loss by its share of the step's tokens.
+Without dropout (the default, as in stage 07's recipe), two processes with `--batch-size B`
+train like one process with `--batch-size 2B` (tests/test_train_ddp.py checks it). That needs
+one correction: DDP *averages* gradients over processes, but the loss is a mean over real
+target tokens, and two shards rarely hold the same number of them. So each process scales
+its loss by its share of the step's tokens.
+
+With `--dropout`, each process seeds its random numbers apart (seed + rank) once DDP has
+made the replicas equal, so the processes draw different dropout masks, as one process
+would for different sentences. The replicas still take the same steps and stay identical,
+but no run with another number of processes draws the same masks: the runs agree in
+distribution, not bit for bit.
 
 It trains like `toolkit.training.train` (stage 07's recipe, the paper's Adam and warm-up,
 gradients clipped at norm 1.0) with two differences: the pairs come in DistributedSampler's
@@ -57,6 +64,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=RECIPE.lr, help="peak learning rate")
     parser.add_argument("--warmup-steps", type=int, default=RECIPE.warmup_steps)
     parser.add_argument("--seed", type=int, default=RECIPE.seed)
+    parser.add_argument("--dropout", type=float, default=RECIPE.model["dropout"],
+                        help="dropout rate (the paper's is 0.1); each process draws its own masks")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"],
                         help="float64 makes the 1-process and N-process runs agree to 1e-12")
     parser.add_argument("--train-pairs", type=int, default=0,
@@ -109,6 +118,49 @@ def load_data_once(corpus: str) -> CourseData:
     return data
 
 
+def model_config(args: argparse.Namespace) -> dict:
+    """Stage 07's model settings with this run's dropout, as the checkpoint records them."""
+    return {**RECIPE.model, "dropout": args.dropout}
+
+
+def build_replica(src_vocab_size: int, tgt_vocab_size: int, config: dict,
+                  args: argparse.Namespace, device: torch.device) -> DistributedDataParallel:
+    """Equal replicas on every process, then a random stream of its own for each one's dropout."""
+    torch.manual_seed(args.seed)  # the same initial weights everywhere; DDP also copies rank 0's
+    model = stage.Transformer(src_vocab_size, tgt_vocab_size, **config)
+    model = model.to(device, getattr(torch, args.dtype))
+    replica = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
+    # The toolkit asks a model whether it takes batches; DDP hides the stage's attribute.
+    replica.accepts_batches = model.accepts_batches
+    # With one seed everywhere, every process would draw the same dropout masks for its own
+    # shard. Rank 0 keeps the seed, so one process draws what it always drew.
+    torch.manual_seed(args.seed + dist.get_rank())
+    return replica
+
+
+def largest_replica_difference(model: torch.nn.Module) -> float:
+    """How far any process's parameters are from rank 0's: DDP should keep this at exactly 0."""
+    mine = torch.cat([p.detach().reshape(-1) for p in model.parameters()])  # (num_parameters,)
+    rank0 = mine.clone()
+    dist.broadcast(rank0, src=0)
+    difference = (mine - rank0).abs().max()
+    dist.all_reduce(difference, op=dist.ReduceOp.MAX)
+    return difference.item()
+
+
+def time_all_reduce(model: torch.nn.Module, device: torch.device, repeats: int = 20) -> float:
+    """Seconds one all-reduce of as many numbers as the gradients takes: DDP's traffic per step."""
+    gradients = torch.cat([p.detach().reshape(-1) for p in model.parameters()])  # (num_parameters,)
+    dist.all_reduce(gradients)  # once untimed: the first call sets up the connection
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        dist.all_reduce(gradients)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # NCCL returns before the GPU has finished
+    return (time.perf_counter() - start) / repeats
+
+
 def train(args: argparse.Namespace) -> None:
     device = join_process_group()
     try:
@@ -121,12 +173,9 @@ def run(args: argparse.Namespace, device: torch.device) -> None:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     data = load_data_once(args.corpus)
     pairs = data.train[: args.train_pairs] if args.train_pairs else data.train
-    torch.manual_seed(args.seed)  # DDP also copies rank 0's weights to every replica
-    model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), **RECIPE.model)
-    model = model.to(device, getattr(torch, args.dtype))
-    replica = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
-    # The toolkit asks a model whether it takes batches; DDP hides the stage's attribute.
-    replica.accepts_batches = model.accepts_batches
+    config = model_config(args)
+    replica = build_replica(len(data.src_vocab), len(data.tgt_vocab), config, args, device)
+    model = replica.module
 
     # Every process shuffles with the same seed, then keeps every world_size-th pair from
     # its rank on: together the processes see each step's pairs exactly once.
@@ -176,27 +225,36 @@ def run(args: argparse.Namespace, device: torch.device) -> None:
                       flush=True)
                 steps.set_postfix(loss=f"{step_loss.item():.3f}", refresh=False)
         seconds = time.perf_counter() - start
+        difference = largest_replica_difference(model)  # every process takes part
+        all_reduce = time_all_reduce(model, device) if world_size > 1 else 0.0
         if rank == 0:
-            save_checkpoint(args.checkpoint, model, data.src_vocab, data.tgt_vocab, RECIPE.model)
+            save_checkpoint(args.checkpoint, model, data.src_vocab, data.tgt_vocab, config)
             rate = args.steps / seconds
-            summary = (f"{args.steps} steps on {world_size} process(es) in {seconds:.1f} s: "
+            summary = (f"{args.steps} steps on {world_size} process(es) in {seconds:.2f} s: "
                        f"{rate:.2f} steps/s, {rate * args.batch_size * world_size:.0f} pairs/s")
-            print(f"# {summary}", file=log)
-            print(f"{summary}\ncheckpoint: {args.checkpoint}\nloss log: {args.loss_log}")
+            details = [f"largest parameter difference between replicas: {difference:.1e}"]
+            if world_size > 1:
+                count = sum(p.numel() for p in model.parameters())
+                details.append(f"one all-reduce of {count:,} gradient numbers: "
+                               f"{1000 * all_reduce:.2f} ms (after training, alone)")
+            print("\n".join(f"# {line}" for line in [summary, *details]), file=log)
+            print("\n".join([summary, *details, f"checkpoint: {args.checkpoint}",
+                             f"loss log: {args.loss_log}"]))
     finally:
         if log is not None:
             log.close()
     dist.barrier()  # nobody leaves before rank 0 has written the checkpoint
 
 
-def launch(nproc: int, *options: str, timeout: float = 300) -> str:
-    """Run this module under torchrun from Python (a notebook, a test); return its output.
+def launch(nproc: int, *options: str, timeout: float = 300, script: Path | None = None) -> str:
+    """Run this module (or `script`) under torchrun from Python (a notebook, a test).
 
-    A run that overstays `timeout`, or is interrupted, is stopped with every worker: torchrun
+    Returns the processes' output. A run that overstays `timeout`, or is interrupted, is stopped with every worker: torchrun
     passes SIGTERM on to its workers (SIGKILL would only stop torchrun itself).
     """
+    program = [str(script)] if script else ["-m", "toolkit.train_ddp"]
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               f"--nproc-per-node={nproc}", "-m", "toolkit.train_ddp", *options]
+               f"--nproc-per-node={nproc}", *program, *options]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one thread per process: they share cores
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)

@@ -35,12 +35,22 @@ class History:
         return sum(tail) / len(tail) if tail else math.nan
 
 
-def warmup_then_decay(step: int, warmup_steps: int) -> float:
-    """The paper's schedule, as a factor of the peak rate: linear warm-up, then 1/sqrt(step)."""
+SCHEDULES = ("warmup_then_decay", "decay_only", "constant")
+
+
+def warmup_then_decay(step: int, warmup_steps: int, schedule: str = "warmup_then_decay") -> float:
+    """The paper's schedule, as a factor of the peak rate: linear warm-up, then 1/sqrt(step).
+
+    "decay_only" holds the peak until `warmup_steps`, then decays alike: it removes the
+    warm-up alone. "constant" (or `warmup_steps=0`) removes both.
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule={schedule!r} is not one of {', '.join(SCHEDULES)}")
     step = max(step, 1)
-    if warmup_steps == 0:
+    if warmup_steps == 0 or schedule == "constant":
         return 1.0
-    return min(step / warmup_steps, math.sqrt(warmup_steps / step))
+    decay = math.sqrt(warmup_steps / step)
+    return min(1.0 if schedule == "decay_only" else step / warmup_steps, decay)
 
 
 def train(
@@ -58,6 +68,7 @@ def train(
     label_smoothing: float = 0.0,
     betas: tuple[float, float] = (0.9, 0.98),
     eps: float = 1e-9,
+    schedule: str = "warmup_then_decay",
 ) -> History:
     """Train for a budget in optimiser steps (not seconds), so runs compare across machines.
 
@@ -67,8 +78,8 @@ def train(
     model.to(device).train()
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=betas, eps=eps)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: warmup_then_decay(step + 1, warmup_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: warmup_then_decay(step + 1, warmup_steps, schedule)
     )
     history = History()
     start = time.perf_counter()
@@ -83,8 +94,8 @@ def train(
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
         optimizer.step()
-        history.learning_rates.append(schedule.get_last_lr()[0])
-        schedule.step()
+        history.learning_rates.append(scheduler.get_last_lr()[0])
+        scheduler.step()
         history.losses.append(loss.item())
         bar.set_postfix(loss=f"{history.final_loss(20):.3f}", refresh=False)
     bar.close()

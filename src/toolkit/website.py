@@ -17,7 +17,7 @@ import nbformat
 from nbconvert import HTMLExporter
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 
-from toolkit.ladder import CHART_PATH, load_ladder, table
+from toolkit.ladder import CHART_PATH, load_runs, table
 from toolkit.outline import STAGES
 from toolkit.paths import PROJECT_ROOT
 from toolkit.stagediff import stage_diff
@@ -170,8 +170,8 @@ def render_index(site: Path, pages: list[Path]) -> None:
                 if number and number > 1 else "")
         items.append(f'<li><a href="{page_name(path)}">{html.escape(title(notebook))}</a>'
                      f"{diff}<br>{learning_goal(notebook)}</li>")
-    ladder = load_ladder()
-    frame = table(ladder).reset_index() if ladder else None
+    runs = load_runs()
+    frame = table(runs).reset_index() if runs else None
     ladder_html = "" if frame is None else frame.to_html(index=False, classes="ladder", border=0)
     body = f"""
 <h1>The Transformer, stage by stage</h1>
