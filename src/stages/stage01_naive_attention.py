@@ -1,8 +1,9 @@
 """Stage 01: naive attention.
 
-One sentence at a time, no positions, no masks. A single `Attention` module, used three
-times: encoder self-attention, decoder self-attention, and cross-attention (decoder queries,
-encoder keys and values). Residual connections carry each input past its attention.
+One sentence at a time, no positions, no masks. One `Attention` class, built three times
+with weights of its own: encoder self-attention, decoder self-attention, and cross-attention
+(decoder queries, encoder keys and values). Residual connections carry each input past its
+attention.
 """
 
 import torch

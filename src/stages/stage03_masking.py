@@ -3,7 +3,7 @@
 Two boolean masks, True where a query may not look:
 - a key-padding mask hides <pad> keys, in encoder self-attention and in cross-attention;
 - a causal mask hides the future in decoder self-attention.
-With the future hidden, every target position can be trained at once (teacher forcing).
+With the future hidden, every target position can be scored in one pass, not only the last.
 """
 
 import torch

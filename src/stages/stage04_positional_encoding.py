@@ -1,8 +1,9 @@
 """Stage 04: positional encoding.
 
-Attention sees a set, not a sequence: without positions, "the dog sees the cat" and "the cat
-sees the dog" look the same. Adding a fixed sinusoidal vector to each embedding gives every
-position its own signature, and lets relative offsets be read off by a linear map.
+The encoder's attention sees a set, not a sequence: without positions, "the dog sees the cat"
+and "the cat sees the dog" look the same to it, and so to the decoder. Adding a fixed
+sinusoidal vector to each embedding gives every position its own signature, and lets
+relative offsets be read off by a linear map.
 """
 
 import math

@@ -3,7 +3,8 @@
 Attention splits embed_dim into num_heads heads of head_dim = embed_dim / num_heads. Each
 head attends on its own slice of Q, K and V, so different heads can follow different
 relations; the heads are concatenated and mixed by the output projection. Scores are
-divided by sqrt(head_dim) so that the softmax does not saturate as heads get wider.
+divided by sqrt(head_dim) so that, at initialisation, the softmax does not saturate as
+heads get wider.
 """
 
 import math

@@ -1,0 +1,40 @@
+"""What the executed notebooks print agrees with the committed results they stand beside.
+
+These read `build/notebooks/`, the copies `make test` executes (one CPU thread per process).
+Without them they skip, unless REQUIRE_SITE=1, which `make test` sets.
+"""
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+EXECUTED = Path(__file__).resolve().parents[2] / "build" / "notebooks"
+STAGE_NOTEBOOKS = sorted(EXECUTED.glob("0[1-7]_*.ipynb"))
+
+if not STAGE_NOTEBOOKS:
+    if os.environ.get("REQUIRE_SITE") == "1":
+        raise RuntimeError(f"no executed notebooks in {EXECUTED}: run `make notebooks` first")
+    pytest.skip("no executed notebooks: run `make notebooks` (make test does)",
+                allow_module_level=True)
+
+
+def printed(path: Path) -> str:
+    """Everything the notebook's code cells wrote to stdout."""
+    cells = json.loads(path.read_text())["cells"]
+    return "".join("".join(output.get("text", "")) for cell in cells
+                   if cell["cell_type"] == "code" for output in cell["outputs"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available() or torch.backends.mps.is_available(),
+                    reason="on a GPU the notebooks train on another device than `make ladder`")
+@pytest.mark.parametrize("path", STAGE_NOTEBOOKS, ids=lambda p: p.name)
+def test_each_stage_notebook_reproduces_its_committed_seed_0_rung_exactly(path):
+    """The notebook trains with the ladder's code and seed, so on one CPU thread nothing may
+    differ: a difference means the notebook and `make ladder` no longer train alike."""
+    verdict = re.search(r"this run (reproduces|differs from) the committed.*", printed(path))
+    assert verdict, f"{path.name} prints no verdict on its committed rung"
+    assert verdict.group(1) == "reproduces", verdict.group(0)
