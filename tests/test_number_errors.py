@@ -31,6 +31,8 @@ def outcomes(english: str, german: str, model: str) -> list:
     ("Zwei und fünfzig Hunde schlafen.", TENS_SWAPPED),
     ("Drei und siebzig Hunde schlafen.", UNITS_WRONG),
     ("Siebzig und zwei Hunde schlafen.", ENGLISH_ORDER),
+    ("Siebzig und drei Hunde schlafen.", ENGLISH_ORDER),  # the order copied, a unit wrong
+    ("Siebzig und dreißig Hunde schlafen.", OTHER),  # two tens words: no order to copy
     ("zwei und siebzig Hunde schlafen.", CASE_ONLY),
     ("Die Hunde schlafen.", DROPPED_OR_ADDED),
     ("Siebzig Hunde schlafen.", OTHER),

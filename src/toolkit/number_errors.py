@@ -1,6 +1,6 @@
 """Sort a model's translations of the held-out numbers 71-79 by what went wrong, in code.
 
-Notebook 10 asks why the held-out numbers fail. Six printed errors can tell any story, so
+Notebook 10 asks why the held-out numbers fail. A few printed errors can tell any story, so
 this module counts every one. English writes 72 tens first ("seventy-two", three tokens:
 `seventy - two`); the corpus writes German units first and pre-segmented ("zwei und
 siebzig", see `toolkit.grammar`). Noun phrases come in the same order in both languages of
@@ -24,7 +24,7 @@ _GERMAN_NUMBER_WORDS = {german_number(value) for value in range(2, 20)} | _GERMA
 RIGHT = "right"
 TENS_SWAPPED = "units right, tens word swapped"
 UNITS_WRONG = "tens right, units wrong"
-ENGLISH_ORDER = "English order copied (tens first)"
+ENGLISH_ORDER = "English order copied (tens word, then units)"
 CASE_ONLY = "right words, wrong capital letter"
 DROPPED_OR_ADDED = "a number dropped or added"
 OTHER = "other"
@@ -109,7 +109,7 @@ def classify(reference: Sequence[str], hypothesis: Sequence[str]) -> str:
         return TENS_SWAPPED
     if hyp[2] == tens and hyp[0] != units and hyp[0] in _GERMAN_UNITS:
         return UNITS_WRONG
-    if hyp[0] in _GERMAN_TENS:  # "siebzig und zwei": the English order, word for word
+    if hyp[0] in _GERMAN_TENS and hyp[2] in _GERMAN_UNITS:  # "siebzig und zwei"
         return ENGLISH_ORDER
     return OTHER
 
