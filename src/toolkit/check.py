@@ -85,7 +85,8 @@ def pad_batch(fn: Callable[[list[list[int]]], torch.Tensor]) -> None:
         lengths = [len(sequence) for sequence in sequences]
         _fail_on(properties.padded_batch_problem(fn(sequences), sequences),
                  f"{_name(fn)} on sequences of lengths {lengths}")
-    _passed(_name(fn), f"{len(batches)} batches, the longest sequence first, last and alone")
+    _passed(_name(fn), f"{len(batches)} batches: the longest sentence second of four, alone, "
+                       "and in the middle of three")
 
 
 # --- 01: naive attention ---------------------------------------------------------------------
