@@ -1,34 +1,67 @@
-"""Two DDP processes with batch B train exactly like one process with batch 2B.
+"""Two DDP processes with batch B train like one process with batch 2B, without dropout;
+with dropout, the replicas stay identical while each process draws its own masks.
 
 Each run is a real `torchrun` (`toolkit.train_ddp.launch`) on gloo over loopback, stopped
 with every worker if it overstays its time limit.
 """
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed as dist
 
 from toolkit.checkpoints import load_checkpoint
-from toolkit.train_ddp import launch, read_loss_log
+from toolkit.train_ddp import (
+    build_replica,
+    join_process_group,
+    launch,
+    model_config,
+    parse_args,
+    read_loss_log,
+)
 
 # 37 pairs make 2 steps per epoch for 2 x 8 and for 1 x 16, so 5 steps cross two epoch
 # ends, where the sampler reshuffles and drops the odd pair.
 STEPS, BATCH, PAIRS = 5, 8, 37
 
 
-def torchrun(tmp_path, nproc: int, batch_size: int, dtype: str) -> dict[str, torch.Tensor]:
-    name = f"{nproc}x{batch_size}-{dtype}"
+def checkpoint_name(nproc: int, batch_size: int, dtype: str, dropout: float = 0.0) -> str:
+    return f"{nproc}x{batch_size}-{dtype}-dropout{dropout}.pt"
+
+
+@pytest.fixture(scope="module")
+def torchrun(tmp_path_factory):
+    """Train with torchrun and return rank 0's parameters; each setup runs once per module."""
+    folder, done = tmp_path_factory.mktemp("ddp"), {}
+
+    def run(nproc: int, batch_size: int, dtype: str, dropout: float = 0.0) -> dict:
+        key = (nproc, batch_size, dtype, dropout)
+        if key not in done:
+            done[key] = train(folder, *key)
+        return done[key]
+
+    run.folder = folder
+    return run
+
+
+def train(folder, nproc: int, batch_size: int, dtype: str,
+          dropout: float) -> dict[str, torch.Tensor]:
+    name = checkpoint_name(nproc, batch_size, dtype, dropout).removesuffix(".pt")
     output = launch(nproc, "--steps", str(STEPS), "--batch-size", str(batch_size),
-                    "--train-pairs", str(PAIRS), "--dtype", dtype,
-                    "--checkpoint", str(tmp_path / f"{name}.pt"),
-                    "--loss-log", str(tmp_path / f"{name}.log"), timeout=240)
+                    "--train-pairs", str(PAIRS), "--dtype", dtype, "--dropout", str(dropout),
+                    "--checkpoint", str(folder / f"{name}.pt"),
+                    "--loss-log", str(folder / f"{name}.log"), timeout=240)
     assert f"{STEPS} steps on {nproc} process(es)" in output
-    assert len(read_loss_log(tmp_path / f"{name}.log")) == STEPS  # one line per step
+    assert len(read_loss_log(folder / f"{name}.log")) == STEPS  # one line per step
+    if nproc > 1:  # DDP keeps the replicas equal, dropout or not: rank 1's parameters are rank 0's
+        assert "largest parameter difference between replicas: 0.0e+00" in output
     # The raw state_dict: load_checkpoint would rebuild a float32 model from float64 weights.
-    return torch.load(tmp_path / f"{name}.pt", weights_only=True)["state_dict"]
+    return torch.load(folder / f"{name}.pt", weights_only=True)["state_dict"]
 
 
 def largest_difference(a: dict, b: dict) -> float:
@@ -36,32 +69,85 @@ def largest_difference(a: dict, b: dict) -> float:
     return max((a[name] - b[name]).abs().max().item() for name in a)
 
 
-def test_in_float64_two_processes_of_batch_b_equal_one_process_of_batch_2b(tmp_path):
+def test_in_float64_two_processes_of_batch_b_equal_one_process_of_batch_2b(torchrun):
     """Without the per-process loss scaling of toolkit.train_ddp (a plain DDP average of each
     process's mean loss) the parameters differ by about 3e-4: this test fails."""
-    two = torchrun(tmp_path, nproc=2, batch_size=BATCH, dtype="float64")
-    one = torchrun(tmp_path, nproc=1, batch_size=2 * BATCH, dtype="float64")
+    two = torchrun(nproc=2, batch_size=BATCH, dtype="float64")
+    one = torchrun(nproc=1, batch_size=2 * BATCH, dtype="float64")
     difference = largest_difference(two, one)
     print(f"float64: largest parameter difference after {STEPS} steps: {difference:.2e}")
     assert difference <= 1e-10
     # The comparison can fail: one process given half the pairs per step ends elsewhere.
-    half_the_pairs = torchrun(tmp_path, nproc=1, batch_size=BATCH, dtype="float64")
+    half_the_pairs = torchrun(nproc=1, batch_size=BATCH, dtype="float64")
     assert largest_difference(half_the_pairs, one) > 1e-6
 
 
-def test_in_float32_they_agree_to_float32_noise(tmp_path):
+def test_in_float32_they_agree_to_float32_noise(torchrun):
     """Adam turns the rounding noise of gradients that are zero in exact maths (the key
     projection's bias: a softmax ignores a constant added to a row) into steps of up to the
     learning rate, so float32 runs agree less closely; float64 above is the sharp test."""
-    two = torchrun(tmp_path, nproc=2, batch_size=BATCH, dtype="float32")
-    one = torchrun(tmp_path, nproc=1, batch_size=2 * BATCH, dtype="float32")
+    two = torchrun(nproc=2, batch_size=BATCH, dtype="float32")
+    one = torchrun(nproc=1, batch_size=2 * BATCH, dtype="float32")
     difference = largest_difference(two, one)
     print(f"float32: largest parameter difference after {STEPS} steps: {difference:.2e}")
     assert difference <= 1e-4
     # Rank 0's checkpoint is a course checkpoint: it loads back into a stage-07 translator.
-    restored = load_checkpoint(tmp_path / f"2x{BATCH}-float32.pt")
+    restored = load_checkpoint(torchrun.folder / checkpoint_name(2, BATCH, "float32"))
     assert type(restored.model).__module__ == "stages.stage07_multi_head"
     assert all(torch.equal(restored.model.state_dict()[name], two[name]) for name in two)
+
+
+def test_with_dropout_the_replicas_stay_identical(torchrun):
+    """Each process draws its own masks, yet DDP's averaged gradient keeps every replica equal
+    (`train` above asserts it from the run's own check across processes)."""
+    two = torchrun(nproc=2, batch_size=BATCH, dtype="float64", dropout=0.1)
+    restored = load_checkpoint(torchrun.folder / checkpoint_name(2, BATCH, "float64", 0.1))
+    assert restored.config["dropout"] == 0.1  # the flag reached the model
+    # Dropout really acted: the same run without it ends elsewhere.
+    assert largest_difference(two, torchrun(nproc=2, batch_size=BATCH, dtype="float64")) > 1e-6
+
+
+def test_each_process_draws_its_own_dropout_masks():
+    """Every process feeds the same sentences to its replica (run as torchrun workers below)."""
+    output = launch(2, script=Path(__file__), timeout=120)
+    spread = {name: float(value) for name, value in re.findall(r"(\w+) ([\d.e+-]+)", output)
+              if name in ("own_seeds", "one_seed", "eval")}
+    assert spread["eval"] == 0.0  # without dropout the replicas agree: the weights are equal
+    assert spread["own_seeds"] > 0.1  # with it they disagree: the masks differ
+    # The check can fail: seeded alike, as before DDP's replicas were seeded apart, the two
+    # processes draw the same masks.
+    assert spread["one_seed"] == 0.0
+
+
+def spread_across_processes(replica, src: torch.Tensor, tgt: torch.Tensor) -> float:
+    """Largest difference between any process's logits and rank 0's for the same batch."""
+    with torch.no_grad():
+        logits = replica(src, tgt)  # (batch, tgt_len, tgt_vocab)
+    rank0 = logits.clone()
+    dist.broadcast(rank0, src=0)
+    spread = (logits - rank0).abs().max()
+    dist.all_reduce(spread, op=dist.ReduceOp.MAX)
+    return spread.item()
+
+
+def compare_dropout_masks_across_processes() -> None:
+    """A torchrun worker: the same batch through every replica, with and without dropout."""
+    device = join_process_group()
+    try:
+        args = parse_args(["--dropout", "0.5"])
+        replica = build_replica(30, 40, model_config(args), args, device)
+        ids = torch.Generator().manual_seed(1)  # the same sentences on every process
+        src = torch.randint(4, 30, (4, 7), generator=ids)  # (batch, src_len)
+        tgt = torch.randint(4, 40, (4, 6), generator=ids)  # (batch, tgt_len)
+        own_seeds = spread_across_processes(replica, src, tgt)
+        torch.manual_seed(args.seed)  # what one seed on every process would do
+        one_seed = spread_across_processes(replica, src, tgt)
+        replica.eval()
+        no_dropout = spread_across_processes(replica, src, tgt)
+        if dist.get_rank() == 0:
+            print(f"own_seeds {own_seeds:.3e} one_seed {one_seed:.3e} eval {no_dropout:.3e}")
+    finally:
+        dist.destroy_process_group()
 
 
 def test_a_run_that_overstays_its_time_is_stopped_with_every_worker(tmp_path):
@@ -87,3 +173,7 @@ def test_started_without_torchrun_it_says_how_to_start_it():
     assert result.returncode != 0
     assert "must be started by torchrun" in result.stderr
     assert "torchrun --standalone --nproc-per-node 2 -m toolkit.train_ddp" in result.stderr
+
+
+if __name__ == "__main__":  # started by test_each_process_draws_its_own_dropout_masks
+    compare_dropout_masks_across_processes()

@@ -226,17 +226,18 @@ def run(args: argparse.Namespace, device: torch.device) -> None:
                 steps.set_postfix(loss=f"{step_loss.item():.3f}", refresh=False)
         seconds = time.perf_counter() - start
         difference = largest_replica_difference(model)  # every process takes part
-        all_reduce = time_all_reduce(model, device) if world_size > 1 else 0.0
+        all_reduce = time_all_reduce(model, device)
         if rank == 0:
             save_checkpoint(args.checkpoint, model, data.src_vocab, data.tgt_vocab, config)
             rate = args.steps / seconds
             summary = (f"{args.steps} steps on {world_size} process(es) in {seconds:.2f} s: "
                        f"{rate:.2f} steps/s, {rate * args.batch_size * world_size:.0f} pairs/s")
-            details = [f"largest parameter difference between replicas: {difference:.1e}"]
+            details = []
             if world_size > 1:
                 count = sum(p.numel() for p in model.parameters())
-                details.append(f"one all-reduce of {count:,} gradient numbers: "
-                               f"{1000 * all_reduce:.2f} ms (after training, alone)")
+                details = [f"largest parameter difference between replicas: {difference:.1e}",
+                           f"one all-reduce of {count:,} gradient numbers: "
+                           f"{1000 * all_reduce:.2f} ms (after training, alone)"]
             print("\n".join(f"# {line}" for line in [summary, *details]), file=log)
             print("\n".join([summary, *details, f"checkpoint: {args.checkpoint}",
                              f"loss log: {args.loss_log}"]))
@@ -249,8 +250,9 @@ def run(args: argparse.Namespace, device: torch.device) -> None:
 def launch(nproc: int, *options: str, timeout: float = 300, script: Path | None = None) -> str:
     """Run this module (or `script`) under torchrun from Python (a notebook, a test).
 
-    Returns the processes' output. A run that overstays `timeout`, or is interrupted, is stopped with every worker: torchrun
-    passes SIGTERM on to its workers (SIGKILL would only stop torchrun itself).
+    Returns the processes' output. A run that overstays `timeout`, or is interrupted, is
+    stopped with every worker: torchrun passes SIGTERM on to its workers (SIGKILL would only
+    stop torchrun itself).
     """
     program = [str(script)] if script else ["-m", "toolkit.train_ddp"]
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
