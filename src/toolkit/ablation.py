@@ -68,8 +68,7 @@ def table(rows: dict[str, list[Rung]]) -> pd.DataFrame:
         "variant": name, **{metric: mean_sd(summary, name, metric) for metric in METRICS},
         "exact match vs full recipe": round(summary.loc[name, ("exact match %", "mean")] - full, 1),
         "seeds": int(summary.loc[name, ("seeds", "n")]),
-        "training s (mean)": round(sum(r.training_seconds for r in runs) / len(runs)),
-    } for name, runs in rows.items()])
+    } for name in rows])
     return frame.set_index("variant")
 
 

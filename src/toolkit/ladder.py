@@ -233,10 +233,11 @@ def table(runs: list[Rung], live: Rung | None = None, up_to: int | None = None) 
                          {name: mean_sd(summary, r.title, name, 2) for name in METRICS}))
     if live is not None:
         rows.append((live, "this run", {name: read(live) for name, read in METRICS.items()}))
+    # No training time: `make ladder` runs two at a time beside other work, so its clock says
+    # little; each notebook prints the time of its own run.
     frame = pd.DataFrame([{
         "stage": f"{r.stage:02d} {r.title}", "run": run, "parameters": r.parameters,
-        "pairs seen": r.steps * r.batch_size, "training s": r.training_seconds,
-        "train loss": r.train_loss, **scores,
+        "pairs seen": r.steps * r.batch_size, "train loss": r.train_loss, **scores,
     } for r, run, scores in rows])
     return frame.set_index(["stage", "run"]).sort_index(level=0, sort_remaining=False)
 
@@ -245,12 +246,12 @@ def markdown_table(runs: list[Rung]) -> str:
     """The README's results table, so its numbers come from ladder.json and nowhere else."""
     summary, first = spread(runs), {r.stage: r for r in runs if r.seed == SEEDS[0]}
     n = int(summary[("seeds", "n")].min())
-    lines = ["| stage | parameters | training time | exact match % | BLEU | held-out exact "
-             "match % |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r.stage:02d} {r.title} | {r.parameters:,} | {r.training_seconds:.0f} s | "
+    lines = ["| stage | parameters | exact match % | BLEU | held-out exact match % |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {r.stage:02d} {r.title} | {r.parameters:,} | "
               + " | ".join(mean_sd(summary, r.title, metric) for metric in METRICS) + " |"
               for r in (first[number] for number in sorted(first))]
-    return "\n".join(lines) + f"\n\nMean ± standard deviation over {n} seeds; time of one run."
+    return "\n".join(lines) + f"\n\nMean ± standard deviation over {n} seeds."
 
 
 def write_readme_section(start_marker: str, end_marker: str, content: str,
