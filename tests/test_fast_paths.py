@@ -67,3 +67,12 @@ def test_the_cached_decoder_refuses_lengths_beyond_the_positional_encoding():
     model = stage.Transformer(20, 30, embed_dim=16, num_heads=4, ff_dim=40, max_seq_len=8)
     with pytest.raises(ValueError, match="max_seq_len=8"):
         cached_greedy_decode(model, SRC, max_len=9)
+
+
+def test_the_id_check_leaves_one_graph_for_torch_compile_and_still_guards_eager_cpu():
+    """Reading ids.min()/max() would break the graph (and wait for a GPU on every step)."""
+    model = make_model(0)
+    explained = torch._dynamo.explain(model)(SRC, TGT)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0)
+    with pytest.raises(ValueError, match="outside 0..19"):
+        model(SRC + 20, TGT)  # eager, on the CPU: the clear message stays
