@@ -1,4 +1,4 @@
-"""Load `torch.nn` weights into the hand-written stages, to prove they compute the same thing.
+"""Load `torch.nn` weights into the hand-written stages, to check they compute the same thing.
 
 nn.MultiheadAttention keeps W_q, W_k and W_v stacked in one `in_proj_weight` of shape
 (3 * embed_dim, embed_dim); the stages keep three separate `nn.Linear`s. Everything else
