@@ -5,6 +5,7 @@ import json
 import time
 from collections import Counter, defaultdict
 
+import datasets
 import pytest
 from datasets import DatasetDict
 from huggingface_hub import constants
@@ -159,3 +160,13 @@ def test_opus100_fails_at_once_when_the_hub_is_offline(monkeypatch):
 def test_unknown_source_names_the_valid_ones():
     with pytest.raises(ValueError, match="builtin.*opus100"):
         load_corpus("wmt14")
+
+
+def test_a_first_load_shows_no_progress_bars_and_restores_them(tmp_path, capfd):
+    """In a notebook those bars are widgets: empty offline, and gone on a rerun (cached)."""
+    for split in SPLITS:  # a new folder, so datasets builds a new cache, as in a fresh clone
+        (tmp_path / f"{split}.jsonl").write_text((DATA_DIR / f"{split}.jsonl").read_text())
+    loaded = load_corpus(data_dir=tmp_path)
+    assert len(loaded["test"]) == 1500
+    assert "Generating" not in capfd.readouterr().err
+    assert datasets.is_progress_bar_enabled()

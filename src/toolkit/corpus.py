@@ -24,6 +24,7 @@ import os
 import random
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import datasets
@@ -146,10 +147,24 @@ def load_corpus(source: str = "builtin", data_dir: Path = DATA_DIR) -> datasets.
     """Load the built-in corpus (the default, offline) or opus100 de-en from the Hub."""
     if source == "builtin":
         files = {split: str(Path(data_dir) / f"{split}.jsonl") for split in SPLITS}
-        return datasets.load_dataset("json", data_files=files)
+        with _no_progress_bars():
+            return datasets.load_dataset("json", data_files=files)
     if source == "opus100":
         return _load_opus100()
     raise ValueError(f"unknown corpus source {source!r}; choose one of {', '.join(SOURCES)}")
+
+
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """The first load of a fresh clone builds a cache in a second, and datasets' bars would
+    become ipywidgets in a notebook: empty offline, and output a rerun does not repeat."""
+    was_enabled = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            datasets.enable_progress_bars()
 
 
 def _unavailable(reason: str) -> CorpusUnavailable:
