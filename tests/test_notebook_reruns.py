@@ -17,8 +17,10 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 # Timings vary between runs and are not results: "12.3 s", "0:00:05", tqdm's "[00:12<00:00,
-# 160.25step/s]", and the time columns of live results tables.
+# 160.25step/s]", the width tqdm gives its bar (what the timings leave of a fixed line), and
+# the time columns of live results tables.
 TIMINGS = [
+    re.compile(r"\|[#\s]*\|"),
     re.compile(r"\[\d+:\d\d(:\d\d)?<[^\]]*\]"),
     re.compile(r"\d+(\.\d+)?\s?(s|ms|step/s|it/s|s/step|s/it)\b"),
     re.compile(r"\d+:\d\d(:\d\d)?"),
