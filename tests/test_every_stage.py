@@ -56,7 +56,7 @@ def test_every_parameter_takes_part_in_the_loss(number):
     """A registered module that forward never uses is one rebuilt per call (bug 14)."""
     model = build(number).train()
     stage = stage_module(number)
-    stage.objective(model, Batch(SRC, TGT), torch.Generator().manual_seed(0)).backward()
+    stage.objective(model, Batch(SRC, TGT), torch.Generator().manual_seed(0)).mean().backward()
     unused = [name for name, parameter in model.named_parameters() if parameter.grad is None]
     assert unused == [], f"parameters the loss never reaches: {unused}"
 

@@ -47,7 +47,7 @@ def test_sequence_loss_ignores_pad_positions():
 @pytest.mark.parametrize("seed", range(5))
 def test_last_position_never_shows_the_token_it_scores(seed):
     model = Spy()
-    loss = last_position(model, BATCH, torch.Generator().manual_seed(seed))
+    loss = last_position(model, BATCH, torch.Generator().manual_seed(seed)).mean()
     loss.backward()
     (_, prefix), = model.calls
     scored = model.logits.grad.abs().sum(-1) > 0  # (batch, max_n)
@@ -71,7 +71,7 @@ def test_last_position_visits_every_prefix_length():
 
 def test_teacher_forcing_scores_every_real_next_token():
     model = Spy()
-    teacher_forcing(model, BATCH).backward()
+    teacher_forcing(model, BATCH).mean().backward()
     (_, fed), = model.calls
     assert torch.equal(fed, TGT[:, :-1])
     scored = model.logits.grad.abs().sum(-1) > 0
@@ -97,7 +97,7 @@ def test_label_smoothing_reaches_the_loss(objective):
     for smoothing in (0.0, 0.1):
         torch.manual_seed(0)  # the spy draws the same logits both times
         losses[smoothing] = objective(model, BATCH, torch.Generator().manual_seed(0),
-                                      label_smoothing=smoothing)
+                                      label_smoothing=smoothing).mean()
     assert not torch.allclose(losses[0.0], losses[0.1])
     if objective is teacher_forcing:
         expected = F.cross_entropy(model.logits.reshape(-1, 12), TGT[:, 1:].reshape(-1),

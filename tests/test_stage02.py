@@ -54,7 +54,7 @@ def test_the_loss_never_scores_a_padded_position():
     tgt = torch.tensor([[BOS_ID, 8, 11, 6, 7, EOS_ID], [BOS_ID, 9, EOS_ID, PAD_ID, PAD_ID, PAD_ID]])
     for seed in range(10):
         logits.clear()
-        loss = stage.objective(model, Batch(SRC, tgt), torch.Generator().manual_seed(seed))
+        loss = stage.objective(model, Batch(SRC, tgt), torch.Generator().manual_seed(seed)).mean()
         logits[0].retain_grad()
         loss.backward()
         scored = logits[0].grad.abs().sum(dim=-1) > 0  # (batch, prefix_len)

@@ -83,7 +83,7 @@ def test_teacher_forcing_scores_every_real_target_position():
     captured = []
     model.out_proj.register_forward_hook(lambda module, args, out: captured.append(out))
     tgt = torch.cat([TGT, torch.tensor([[EOS_ID], [PAD_ID]])], dim=1)
-    loss = stage.objective(model, Batch(SRC, tgt))
+    loss = stage.objective(model, Batch(SRC, tgt)).mean()
     captured[0].retain_grad()
     loss.backward()
     scored = captured[0].grad.abs().sum(-1) > 0  # (batch, tgt_len - 1)

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from toolkit import objectives
-from toolkit.stage_api import check_token_ids
+from toolkit.stage_api import check_token_ids, constructor_arguments
 
 # With no causal mask every target position sees the whole prefix, including the token it
 # would have to predict, so only the last position of a prefix may be scored.
@@ -45,6 +45,7 @@ class Transformer(nn.Module):
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_dim: int = 64):
         super().__init__()
+        self.config = constructor_arguments(locals())  # what a checkpoint rebuilds it from
         self.src_embed = nn.Embedding(src_vocab_size, embed_dim)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, embed_dim)
         self.encoder_self_attn = Attention(embed_dim)

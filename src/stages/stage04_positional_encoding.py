@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from toolkit import objectives
-from toolkit.stage_api import check_same_batch, check_token_ids
+from toolkit.stage_api import check_same_batch, check_token_ids, constructor_arguments
 from toolkit.vocab import PAD_ID
 
 # The causal mask hides each target's future, so every position may be scored at once.
@@ -95,6 +95,7 @@ class Transformer(nn.Module):
         max_seq_len: int = 256,  # New: longest sequence the positional encoding covers
     ):
         super().__init__()
+        self.config = constructor_arguments(locals())  # what a checkpoint rebuilds it from
         self.src_embed = nn.Embedding(src_vocab_size, embed_dim)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, embed_dim)
         self.positions = PositionalEncoding(embed_dim, max_seq_len)  # New: shared by both sides

@@ -5,6 +5,11 @@ head attends on its own slice of Q, K and V, so different heads can follow diffe
 relations; the heads are concatenated and mixed by the output projection. Scores are
 divided by sqrt(head_dim) so that, at initialisation, the softmax does not saturate as
 heads get wider.
+
+Stage 07 is also the model the course trains on real text, so two things that cost nothing
+to read make it fast to use: attention weights are kept only when the plots ask for them,
+and decoding can pass a cache (toolkit.cached_decoding) so that each new token reuses the
+keys and values of the tokens before it instead of recomputing them.
 """
 
 import math
@@ -13,7 +18,7 @@ import torch
 from torch import nn
 
 from toolkit import objectives
-from toolkit.stage_api import check_same_batch, check_token_ids
+from toolkit.stage_api import check_same_batch, check_token_ids, constructor_arguments
 from toolkit.vocab import PAD_ID
 
 # The causal mask hides each target's future, so every position may be scored at once.
@@ -38,7 +43,8 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(embed_dim, embed_dim)
         self.out_proj = nn.Linear(embed_dim, embed_dim)
         self.dropout = nn.Dropout(dropout)
-        self.attention: torch.Tensor | None = None  # last weights, kept for the heatmaps
+        self.keep_attention = False  # New: stage_api.keeping_attention turns it on for plots
+        self.attention: torch.Tensor | None = None  # last weights, when keep_attention is on
 
     def forward(
         self,
@@ -46,24 +52,38 @@ class MultiHeadAttention(nn.Module):
         key_value: torch.Tensor,
         key_padding_mask: torch.Tensor | None = None,  # (batch, kv_len), True at <pad>
         attn_mask: torch.Tensor | None = None,  # (q_len, kv_len), True where hidden
+        is_causal: bool = False,  # New: attn_mask is the causal mask (a hint, as in nn.*)
+        cache=None,  # New: toolkit.cached_decoding's store of earlier keys and values
     ) -> torch.Tensor:
         # query: (batch, q_len, embed_dim), key_value: (batch, kv_len, embed_dim)
         q = self.split_heads(self.q_proj(query))  # (batch, heads, q_len, head_dim)  # New:
-        k = self.split_heads(self.k_proj(key_value))  # (batch, heads, kv_len, head_dim)
-        v = self.split_heads(self.v_proj(key_value))  # (batch, heads, kv_len, head_dim)
-        scores = q @ k.transpose(-2, -1) / self.scale  # (batch, heads, q_len, kv_len)  # New:
-        # Combine the masks first, then fill once with the most negative finite number:
-        # -inf would turn a fully hidden row into NaN, and adding two fills would overflow.
-        hidden = torch.zeros_like(scores, dtype=torch.bool)  # (batch, heads, q_len, kv_len)
+        if cache is None:
+            k = self.split_heads(self.k_proj(key_value))  # (batch, heads, kv_len, head_dim)
+            v = self.split_heads(self.v_proj(key_value))  # (batch, heads, kv_len, head_dim)
+        else:  # New: decoding one token at a time, reusing what earlier steps projected
+            k, v = cache.keys_values(self, key_value)  # (batch, heads, kv_len, head_dim) each
+        # Combine the masks first, then fill once. They broadcast against the scores, so no
+        # (batch, heads, q_len, kv_len) mask is ever built.
+        hidden = attn_mask  # (q_len, kv_len) or None, the same for every sentence
         if key_padding_mask is not None:  # New: (batch, 1, 1, kv_len): hide keys, every head
-            hidden = hidden | key_padding_mask[:, None, None, :]
-        if attn_mask is not None:
-            hidden = hidden | attn_mask  # (q_len, kv_len), the same for every sentence
-        scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
+            padding = key_padding_mask[:, None, None, :]
+            hidden = padding if hidden is None else hidden | padding
+        causal_only = is_causal and key_padding_mask is None  # then hidden is the causal mask
+        out = self.attend(q, k, v, hidden, causal_only)  # (batch, heads, q_len, head_dim)
+        return self.out_proj(self.merge_heads(out))  # (batch, q_len, embed_dim)
+
+    def attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden: torch.Tensor | None,
+        is_causal: bool = False,  # unused here, where hidden says it all; toolkit.sdpa uses it
+    ) -> torch.Tensor:
+        """softmax(Q K^T / sqrt(d_k)) V on every head at once: the one place the maths lives."""
+        scores = q @ k.transpose(-2, -1) / self.scale  # (batch, heads, q_len, kv_len)  # New:
+        if hidden is not None:  # the most negative finite number: -inf would make NaN rows
+            scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
         weights = scores.softmax(dim=-1)  # (batch, heads, q_len, kv_len), rows sum to 1
-        self.attention = weights.detach()
-        weights = self.dropout(weights)
-        return self.out_proj(self.merge_heads(weights @ v))  # (batch, q_len, embed_dim)
+        if self.keep_attention:
+            self.attention = weights.detach()
+        return self.dropout(weights) @ v  # (batch, heads, q_len, head_dim)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:  # New:
         """View the last dimension as (heads, head_dim), then move heads before positions."""
@@ -92,15 +112,15 @@ class PositionalEncoding(nn.Module):
         encoding[:, 1::2] = torch.cos(position * frequency)  # odd dimensions, same frequency
         self.register_buffer("encoding", encoding)  # moves with .to(), saved, never trained
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # x: (batch, len, embed_dim)
-        length, limit = x.size(1), self.encoding.size(0)
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        # x: (batch, len, embed_dim) at positions start.. (New: start > 0 when decoding cached)
+        length, limit = start + x.size(1), self.encoding.size(0)
         if length > limit:
             raise ValueError(
                 f"a sequence of {length} tokens is longer than max_seq_len={limit}: shorten "
                 f"it, or build the model with Transformer(..., max_seq_len={length}) or more"
             )
-        return x + self.encoding[:length]  # (batch, len, embed_dim)
+        return x + self.encoding[start:length]  # (batch, len, embed_dim)
 
 
 class FeedForward(nn.Module):
@@ -150,12 +170,14 @@ class DecoderLayer(nn.Module):
 
     def forward(
         self, y: torch.Tensor, memory: torch.Tensor, src_padding: torch.Tensor,
-        future: torch.Tensor,
+        future: torch.Tensor | None, cache=None,  # New: cache, a (self, cross) pair
     ) -> torch.Tensor:
         # y: (batch, tgt_len, embed_dim), memory: (batch, src_len, embed_dim)
-        y = self.norm1(y + self.dropout(self.self_attn(y, y, attn_mask=future)))
+        self_cache, cross_cache = (None, None) if cache is None else cache
+        y = self.norm1(y + self.dropout(self.self_attn(
+            y, y, attn_mask=future, is_causal=future is not None, cache=self_cache)))
         y = self.norm2(y + self.dropout(
-            self.cross_attn(y, memory, key_padding_mask=src_padding)))
+            self.cross_attn(y, memory, key_padding_mask=src_padding, cache=cross_cache)))
         return self.norm3(y + self.dropout(self.feed_forward(y)))
 
 
@@ -181,6 +203,7 @@ class Transformer(nn.Module):
         tie_embeddings: bool = False,  # New: the paper's shared target embedding and out_proj
     ):
         super().__init__()
+        self.config = constructor_arguments(locals())  # what a checkpoint rebuilds it from
         self.src_embed = nn.Embedding(src_vocab_size, embed_dim)
         self.tgt_embed = nn.Embedding(tgt_vocab_size, embed_dim)
         # sqrt(embed_dim) pairs with embeddings of std 1/sqrt(embed_dim), not nn.Embedding's 1:
@@ -207,16 +230,20 @@ class Transformer(nn.Module):
         return x
 
     def decode(
-        self, tgt: torch.Tensor, memory: torch.Tensor, src_padding: torch.Tensor
+        self, tgt: torch.Tensor, memory: torch.Tensor, src_padding: torch.Tensor, cache=None,
     ) -> torch.Tensor:
-        # tgt: (batch, tgt_len), memory: (batch, src_len, embed_dim), the encoder output
+        # tgt: (batch, tgt_len), memory: (batch, src_len, embed_dim), the encoder output.
+        # New: with a cache, tgt is the newest token alone, and the cache holds its past.
+        start = 0 if cache is None else cache.start(tgt)
         y = self.tgt_embed(tgt) * self.embed_scale  # (batch, tgt_len, embed_dim)  # New: scale
-        y = self.dropout(self.positions(y))
+        y = self.dropout(self.positions(y, start))
         # No target padding mask is needed: padding sits on the right, after every real
-        # token, so the causal mask already hides it from every real position.
-        future = causal_mask(tgt.size(1), tgt.device)  # (tgt_len, tgt_len)
-        for layer in self.decoder_layers:
-            y = layer(y, memory, src_padding, future)  # (batch, tgt_len, embed_dim)
+        # token, so the causal mask already hides it from every real position. A cached
+        # token needs none: every key in the cache is its past.
+        future = causal_mask(tgt.size(1), tgt.device) if cache is None else None
+        for index, layer in enumerate(self.decoder_layers):
+            layer_cache = None if cache is None else cache.layers[index]
+            y = layer(y, memory, src_padding, future, layer_cache)  # (batch, tgt_len, embed_dim)
         return self.out_proj(y)  # (batch, tgt_len, tgt_vocab_size)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:

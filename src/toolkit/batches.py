@@ -78,4 +78,9 @@ def loader(
 def endless(data: DataLoader) -> Iterator[Batch]:
     """Cycle through epochs, because training budgets are counted in steps, not epochs."""
     while True:
-        yield from data
+        empty = True
+        for batch in data:
+            empty = False
+            yield batch
+        if empty:  # cycling through nothing would wait forever without a word
+            raise ValueError("there are no batches to train on: the training split is empty")

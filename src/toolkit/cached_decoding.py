@@ -2,27 +2,67 @@
 
 The plain `greedy_decode` reruns the whole model on the whole prefix at every step, so step
 t costs O(t) positions. Here the source is encoded once, each decoder layer's cross-
-attention keys and values are projected once, and self-attention keeps the keys and
-values of earlier target positions: step t only computes the newest position. The tokens
-are exactly those of `greedy_decode` (tested); only the work differs.
+attention keys and values are projected once, and self-attention keeps the keys and values
+of earlier target positions in buffers allocated once, at the decoding limit: step t only
+computes the newest position. The model's own modules do all the maths (stage 07's
+`decode` takes the cache), so the tokens are exactly those of `greedy_decode` (tested).
 """
-
-import math
 
 import torch
 from torch import nn
 
 from toolkit.decoding import greedy_loop
+from toolkit.stage_api import restoring_mode
 from toolkit.vocab import PAD_ID
 
 
-def _attend(attention: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-            hidden: torch.Tensor | None) -> torch.Tensor:
-    """The stage-07 attention core for queries that are already split into heads."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(attention.head_dim)  # (batch, heads, 1, kv)
-    if hidden is not None:
-        scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
-    return attention.out_proj(attention.merge_heads(scores.softmax(dim=-1) @ v))
+class GrowingKeysValues:
+    """Self-attention's keys and values so far, written in place into preallocated buffers."""
+
+    def __init__(self, limit: int):
+        self.limit, self.length = limit, 0
+        self.keys: torch.Tensor | None = None  # (batch, heads, limit, head_dim)
+        self.values: torch.Tensor | None = None
+
+    def keys_values(self, attention: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Project the new positions only, append them, and return every position so far."""
+        k = attention.split_heads(attention.k_proj(x))  # (batch, heads, new, head_dim)
+        v = attention.split_heads(attention.v_proj(x))
+        if self.keys is None:  # the first step: now the batch, dtype and device are known
+            batch, heads, _, head_dim = k.shape
+            self.keys = k.new_empty(batch, heads, self.limit, head_dim)
+            self.values = v.new_empty(batch, heads, self.limit, head_dim)
+        end = self.length + k.size(2)
+        self.keys[:, :, self.length : end] = k
+        self.values[:, :, self.length : end] = v
+        self.length = end
+        return self.keys[:, :, :end], self.values[:, :, :end]  # (batch, heads, end, head_dim)
+
+
+class FixedKeysValues:
+    """Cross-attention's keys and values: the encoder output is fixed, so project it once."""
+
+    def __init__(self):
+        self.projected: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def keys_values(self, attention: nn.Module, memory: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if self.projected is None:  # (batch, heads, src_len, head_dim) each
+            self.projected = (attention.split_heads(attention.k_proj(memory)),
+                              attention.split_heads(attention.v_proj(memory)))
+        return self.projected
+
+
+class DecoderCache:
+    """One (self-attention, cross-attention) pair per decoder layer, for one decoding run."""
+
+    def __init__(self, num_layers: int, limit: int):
+        self.layers = [(GrowingKeysValues(limit), FixedKeysValues()) for _ in range(num_layers)]
+
+    def start(self, tgt: torch.Tensor) -> int:
+        """The position of the token being fed: how many the cache already holds."""
+        if tgt.size(1) != 1:
+            raise ValueError(f"a cached decoder takes one new token per step, got {tgt.size(1)}")
+        return self.layers[0][0].length
 
 
 @torch.no_grad()
@@ -30,38 +70,19 @@ def cached_greedy_decode(
     model: nn.Module, src: torch.Tensor, max_len: int | torch.Tensor
 ) -> list[list[int]]:
     """Same contract as `toolkit.decoding.greedy_decode`, for stage-07 models."""
-    was_training = model.training
-    model.eval()
     limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
-    if int(limits.max()) > model.positions.encoding.size(0):
-        raise ValueError(
-            f"cannot decode {int(limits.max())} tokens: the model's positional encoding "
-            f"covers max_seq_len={model.positions.encoding.size(0)}")
-    src_padding = src == PAD_ID  # (batch, src_len)
-    memory = model.encode(src, src_padding)  # (batch, src_len, embed_dim), once
-    hidden_keys = src_padding[:, None, None, :]  # (batch, 1, 1, src_len)
-    cross = [(layer.cross_attn.split_heads(layer.cross_attn.k_proj(memory)),
-              layer.cross_attn.split_heads(layer.cross_attn.v_proj(memory)))
-             for layer in model.decoder_layers]  # per layer: (batch, heads, src_len, head_dim)
-    cache: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(model.decoder_layers)
+    limit = max(int(limits.max()), 1)
+    embed_dim = model.tgt_embed.embedding_dim
+    # The model's own positions say whether they reach the last step, before any work.
+    model.positions(torch.zeros(1, 1, embed_dim, device=src.device), start=limit - 1)
+    with restoring_mode(model, training=False):
+        src_padding = src == PAD_ID  # (batch, src_len)
+        memory = model.encode(src, src_padding)  # (batch, src_len, embed_dim), once
+        cache = DecoderCache(len(model.decoder_layers), limit)
 
-    def next_logits(tokens: torch.Tensor, step: int) -> torch.Tensor:
-        """Run only the newest position through the decoder, reusing everything before it."""
-        y = model.tgt_embed(tokens[:, -1:]) * model.embed_scale  # (batch, 1, embed_dim)
-        y = y + model.positions.encoding[step]
-        for index, layer in enumerate(model.decoder_layers):
-            attn = layer.self_attn
-            q = attn.split_heads(attn.q_proj(y))  # (batch, heads, 1, head_dim)
-            k, v = attn.split_heads(attn.k_proj(y)), attn.split_heads(attn.v_proj(y))
-            if cache[index] is not None:  # keys and values of every earlier position
-                k, v = torch.cat([cache[index][0], k], dim=2), torch.cat([cache[index][1], v], 2)
-            cache[index] = (k, v)
-            y = layer.norm1(y + _attend(attn, q, k, v, hidden=None))  # the past only: causal
-            q = layer.cross_attn.split_heads(layer.cross_attn.q_proj(y))
-            y = layer.norm2(y + _attend(layer.cross_attn, q, *cross[index], hidden_keys))
-            y = layer.norm3(y + layer.feed_forward(y))
-        return model.out_proj(y[:, -1])  # (batch, tgt_vocab)
+        def next_logits(tokens: torch.Tensor, step: int) -> torch.Tensor:
+            """Feed only the newest token; the cache supplies every earlier one."""
+            logits = model.decode(tokens[:, -1:], memory, src_padding, cache)  # (batch, 1, vocab)
+            return logits[:, -1]  # (batch, tgt_vocab)
 
-    decoded = greedy_loop(next_logits, limits)
-    model.train(was_training)
-    return decoded
+        return greedy_loop(next_logits, limits)

@@ -1,10 +1,12 @@
 """Save a trained translator and load it back: weights, model settings and vocabularies together.
 
 Weights alone are not enough to translate again: the ids mean nothing without the exact
-vocabularies, and the weights fit only the model they came from. So a checkpoint holds
-the stage module, the constructor's keyword arguments, both vocabularies and the
-state_dict, in one file. It holds only tensors, strings and numbers, so it loads with
-`torch.load(..., weights_only=True)`, which never runs code from the file.
+vocabularies, and the weights fit only the model they came from. So a checkpoint holds the
+stage module, the arguments the model recorded when it was built (`model.config`: a setting
+that leaves every shape alone, such as `scale_embeddings`, would otherwise load silently
+into the wrong model), both vocabularies and the state_dict, in one file. It holds only
+tensors, strings and numbers, so it loads with `torch.load(..., weights_only=True)`, which
+never runs code from the file.
 """
 
 import importlib
@@ -16,7 +18,7 @@ from torch import nn
 
 from toolkit.vocab import Vocab
 
-FORMAT, VERSION = "transformer-stages checkpoint", 1
+FORMAT, VERSION = "transformer-stages checkpoint", 2
 
 
 class CheckpointError(ValueError):
@@ -30,22 +32,27 @@ class Checkpoint:
     model: nn.Module
     src_vocab: Vocab
     tgt_vocab: Vocab
-    config: dict  # the keyword arguments the model was built with, vocabulary sizes aside
+    config: dict  # the arguments the model was built with (model.config)
 
 
-def save_checkpoint(
-    path: str | Path, model: nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, config: dict
-) -> Path:
+def save_checkpoint(path: str | Path, model: nn.Module, src_vocab: Vocab, tgt_vocab: Vocab) -> Path:
     """Write everything a restart needs; write-then-rename, so a crash leaves no half file."""
     stage = type(model).__module__
     if not stage.startswith("stages."):
         raise TypeError(f"save_checkpoint saves models from src/stages, not {stage}")
+    config = dict(model.config)
+    sizes = (config.get("src_vocab_size"), config.get("tgt_vocab_size"))
+    if sizes != (len(src_vocab), len(tgt_vocab)):
+        raise ValueError(
+            f"the model was built for vocabularies of {sizes[0]} and {sizes[1]} tokens, but "
+            f"these hold {len(src_vocab)} and {len(tgt_vocab)}: save it with the vocabularies "
+            f"it was trained on")
     path = Path(path)
     payload = {
         "format": FORMAT,
         "version": VERSION,
         "stage": stage,
-        "config": dict(config),
+        "config": config,
         "src_vocab": list(src_vocab.itos),
         "tgt_vocab": list(tgt_vocab.itos),
         "state_dict": {name: t.detach().cpu() for name, t in model.state_dict().items()},
@@ -90,12 +97,16 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Che
     if (src_vocab.itos, tgt_vocab.itos) != (payload["src_vocab"], payload["tgt_vocab"]):
         raise CheckpointError(f"{path} holds a vocabulary whose special tokens are out of place")
     stage = importlib.import_module(payload["stage"])
-    model = stage.Transformer(len(src_vocab), len(tgt_vocab), **payload["config"])
+    config = payload["config"]
+    if (config.get("src_vocab_size"), config.get("tgt_vocab_size")) != (
+            len(src_vocab), len(tgt_vocab)):
+        raise CheckpointError(f"{path} holds vocabularies of other sizes than its model's")
+    model = stage.Transformer(**config)
     try:
         model.load_state_dict(payload["state_dict"])
     except RuntimeError as err:
         raise CheckpointError(
             f"{path} holds weights that do not fit {payload['stage']} built with "
-            f"{payload['config']}: {err}"
+            f"{config}: {err}"
         ) from err
-    return Checkpoint(model.to(device).eval(), src_vocab, tgt_vocab, payload["config"])
+    return Checkpoint(model.to(device).eval(), src_vocab, tgt_vocab, config)

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from toolkit.batches import encode_source, pad
-from toolkit.stage_api import forward_batch
+from toolkit.stage_api import forward_batch, restoring_mode
 from toolkit.tokens import tokenize
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
@@ -21,12 +21,9 @@ def greedy_decode(
     never depends on the length of its neighbours. The model sees the full prefix at every
     step, so whatever masks a stage builds are rebuilt for the current length.
     """
-    was_training = model.training
-    model.eval()
     limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
-    decoded = greedy_loop(lambda tokens, step: forward_batch(model, src, tokens)[:, -1], limits)
-    model.train(was_training)
-    return decoded
+    with restoring_mode(model, training=False):
+        return greedy_loop(lambda tokens, step: forward_batch(model, src, tokens)[:, -1], limits)
 
 
 NextLogits = Callable[[torch.Tensor, int], torch.Tensor]  # (tokens so far, step) -> logits

@@ -67,7 +67,7 @@ def layer_gradient_norms(model: nn.Module, objective, batch: Batch) -> dict[str,
     """
     device = next(model.parameters()).device
     model.zero_grad(set_to_none=True)
-    objective(model, batch.to(device)).backward()
+    objective(model, batch.to(device)).mean().backward()
     norms = {}
     for side in ("encoder", "decoder"):
         norms[side] = [

@@ -131,7 +131,7 @@ def _decoder_residual(number: int) -> list[tuple[str, str]]:
                  4: "y = y + self.decoder_self_attn(y, y, attn_mask=future)",
                  5: "y = y + self.self_attn(y, y, attn_mask=future)",
                  6: "y = self.norm1(y + self.dropout(self.self_attn(y, y, attn_mask=future)))",
-                 7: "y = self.norm1(y + self.dropout(self.self_attn(y, y, attn_mask=future)))"}
+                 7: "y = self.norm1(y + self.dropout(self.self_attn("}
     own_input = self_attn[number]
     return [(own_input, "attended" + own_input[1:]),
             ("self.cross_attn(y, memory", "self.cross_attn(attended, memory")]
@@ -151,8 +151,7 @@ _ODD_DIMENSION_FREQUENCY = _FREQUENCY.replace("arange(0,", "arange(1,")
 CATALOGUE: list[Mutation] = [
     *_in_stages(1, "query-mask", MASKED, _query_mask),
     *_in_stages(2, "no-cross-mask", MASKED, [
-        ("self.cross_attn(y, memory, key_padding_mask=src_padding)",
-         "self.cross_attn(y, memory)")]),
+        ("self.cross_attn(y, memory, key_padding_mask=src_padding", "self.cross_attn(y, memory")]),
     Mutation(3, "pad-to-word-count", "toolkit.batches", (
         ("pad([tgt for _, tgt in pairs])",
          "pad([tgt for _, tgt in pairs])[:, : max(len(tgt) - 2 for _, tgt in pairs)]"),)),
@@ -190,7 +189,7 @@ CATALOGUE: list[Mutation] = [
     Mutation(12, "first-row-token-for-all", "toolkit.decoding", (
         ("next_logits(tokens, step).argmax(dim=-1)", "next_logits(tokens, step)[0].argmax()"),)),
     Mutation(12, "cache-not-grown", "toolkit.cached_decoding", (
-        ("cache[index] = (k, v)", "cache[index] = cache[index] or (k, v)"),)),
+        ("return self.keys[:, :, :end], self.values[:, :, :end]", "return k, v"),)),
     Mutation(13, "set-order", "toolkit.vocab", (
         ("ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))",
          "ranked = [(token, counts[token]) for token in set(counts)]"),)),

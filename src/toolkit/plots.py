@@ -9,7 +9,7 @@ import torch
 from matplotlib.axes import Axes
 
 from toolkit.batches import encode_source
-from toolkit.stage_api import attention_maps, forward_batch
+from toolkit.stage_api import attention_maps, forward_batch, keeping_attention, restoring_mode
 from toolkit.training import History
 from toolkit.vocab import BOS, BOS_ID, EOS, Vocab
 
@@ -105,11 +105,13 @@ def sentence_attention(
     tgt_ids = [BOS_ID] + tgt_vocab.encode(list(target_tokens))
     src = torch.tensor([src_ids], device=device)  # (1, src_len)
     tgt = torch.tensor([tgt_ids], device=device)  # (1, tgt_len)
-    model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), restoring_mode(model, training=False), keeping_attention(model):
         forward_batch(model, src, tgt)
+        maps = attention_maps(model)
+    if not maps:
+        raise ValueError(f"{type(model).__name__} kept no attention weights to draw: is it a "
+                         f"model from src/stages?")
     labels = {"source": [*source_tokens, EOS], "target": [BOS, *target_tokens]}
-    maps = attention_maps(model)
     columns = min(3, len(maps))
     rows = -(-len(maps) // columns)
     figure, axes = plt.subplots(rows, columns, figsize=(6 * columns, 5 * rows), squeeze=False)

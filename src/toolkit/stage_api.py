@@ -2,11 +2,16 @@
 
 Every stage module defines `Transformer(src_vocab_size, tgt_vocab_size, ...)` whose
 `forward(src, tgt)` returns next-token logits, an `objective` (how it is trained), and a
-class attribute `accepts_batches`. Each attention module keeps its last weights in an
-`attention` attribute for the plots, and its name says its role: names starting with
-"encoder" are encoder self-attention, names containing "cross" are cross-attention, and the
-rest are decoder self-attention.
+class attribute `accepts_batches`. Every model records the arguments it was built with in
+`config`, so a checkpoint can build it again. Each attention module keeps its last weights
+in an `attention` attribute for the plots (stage 07 only inside `keeping_attention`, since
+it also trains on real text, where six kept weight tensors per step cost memory), and its
+name says its role: names starting with "encoder" are encoder self-attention, names
+containing "cross" are cross-attention, and the rest are decoder self-attention.
 """
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -26,6 +31,36 @@ def forward_batch(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor) -> tor
         row = model(src_row[:src_len], tgt_row[:tgt_len])  # (tgt_len, tgt_vocab)
         logits.append(nn.functional.pad(row, (0, 0, 0, tgt.size(1) - tgt_len)))
     return torch.stack(logits)  # (batch, tgt_len, tgt_vocab)
+
+
+@contextmanager
+def restoring_mode(model: nn.Module, training: bool) -> Iterator[nn.Module]:
+    """Switch train/eval mode for a block, and switch back even if the block raises."""
+    was_training = model.training
+    model.train(training)
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
+def constructor_arguments(arguments: dict) -> dict:
+    """A model's `locals()` at the top of `__init__`, less `self`: its settings, as given."""
+    return {name: value for name, value in arguments.items()
+            if name not in ("self", "__class__")}
+
+
+@contextmanager
+def keeping_attention(model: nn.Module) -> Iterator[nn.Module]:
+    """Let every attention module keep its weights for the plots, and drop them afterwards."""
+    switchable = [module for module in model.modules() if hasattr(module, "keep_attention")]
+    for module in switchable:
+        module.keep_attention = True
+    try:
+        yield model
+    finally:
+        for module in switchable:
+            module.keep_attention, module.attention = False, None
 
 
 def attention_maps(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -10,8 +10,8 @@ alone writes the loss log and the checkpoint.
 Without dropout (the default, as in stage 07's recipe), two processes with `--batch-size B`
 train like one process with `--batch-size 2B` (tests/test_train_ddp.py checks it). That needs
 one correction: DDP *averages* gradients over processes, but the loss is a mean over real
-target tokens, and two shards rarely hold the same number of them. So each process scales
-its loss by its share of the step's tokens.
+target tokens, and two shards rarely hold the same number of them. So each process divides
+its summed loss by the step's token count over all processes (one all-reduce), not its own.
 
 With `--dropout`, each process seeds its random numbers apart (seed + rank) once DDP has
 made the replicas equal, so the processes draw different dropout masks, as one process
@@ -19,10 +19,11 @@ would for different sentences. The replicas still take the same steps and stay i
 but no run with another number of processes draws the same masks: the runs agree in
 distribution, not bit for bit.
 
-It trains like `toolkit.training.train` (stage 07's recipe, the paper's Adam and warm-up,
-gradients clipped at norm 1.0) with two differences: the pairs come in DistributedSampler's
-order, not `toolkit.batches.loader`'s, so one process does not repeat notebook 07's run step
-for step; and the default budget is 300 steps, a quick run rather than the ladder's.
+It steps like `toolkit.training.train` (the same `PaperOptimizer`: stage 07's recipe, the
+paper's Adam and warm-up, gradients clipped at norm 1.0) with two differences: the pairs
+come in DistributedSampler's order, not `toolkit.batches.loader`'s, so one process does not
+repeat notebook 07's run step for step; and the default budget is 300 steps, a quick run
+rather than the ladder's.
 """
 
 import argparse
@@ -46,11 +47,9 @@ from toolkit.checkpoints import save_checkpoint
 from toolkit.data import CourseData, load_data
 from toolkit.paths import PROJECT_ROOT
 from toolkit.recipes import RECIPES
-from toolkit.training import warmup_then_decay
-from toolkit.vocab import PAD_ID
+from toolkit.training import PaperOptimizer
 
 RECIPE = RECIPES[7]
-MAX_GRAD_NORM = 1.0  # as in toolkit.training.train
 OUTPUT = PROJECT_ROOT / "build" / "ddp"
 LAUNCH = "torchrun --standalone --nproc-per-node 2 -m toolkit.train_ddp"
 
@@ -100,11 +99,6 @@ def epochs_forever(loader: DataLoader, sampler: DistributedSampler) -> Iterator[
         sampler.set_epoch(epoch)
         yield from loader
         epoch += 1
-
-
-def scored_targets(batch: Batch) -> torch.Tensor:
-    """The targets teacher forcing scores (stage 07's objective): tgt[:, 1:], <pad> excluded."""
-    return (batch.tgt[:, 1:] != PAD_ID).sum()
 
 
 def load_data_once(corpus: str) -> CourseData:
@@ -187,10 +181,8 @@ def run(args: argparse.Namespace, device: torch.device) -> None:
         raise SystemExit(f"--batch-size {args.batch_size} is more than the {len(sampler)} pairs "
                          f"each of the {world_size} processes gets: use a smaller batch")
     batches = epochs_forever(loader, sampler)
-    optimizer = torch.optim.Adam(replica.parameters(), lr=args.lr, betas=RECIPE.betas,
-                                 eps=RECIPE.eps)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: warmup_then_decay(step + 1, args.warmup_steps))
+    optimizer = PaperOptimizer(replica, args.lr, args.warmup_steps, betas=RECIPE.betas,
+                               eps=RECIPE.eps)
 
     log = None
     if rank == 0:
@@ -205,21 +197,16 @@ def run(args: argparse.Namespace, device: torch.device) -> None:
     try:
         for step in steps:
             batch = next(batches).to(device)
-            tokens = scored_targets(batch)
-            # The mean over this process's scored targets.
-            loss = stage.objective(replica, batch, label_smoothing=RECIPE.label_smoothing)
-            # One all-reduce gives the step's token count (for the scaling) and loss (for the log).
-            totals = torch.stack([tokens.to(loss.dtype), loss.detach() * tokens])
+            # This process's summed loss and target count.
+            scored = stage.objective(replica, batch, label_smoothing=RECIPE.label_smoothing)
+            # One all-reduce gives the step's token count and summed loss over all processes.
+            totals = torch.stack([scored.total.detach(), scored.tokens.to(scored.total.dtype)])
             dist.all_reduce(totals)
-            step_tokens, step_loss = totals[0], totals[1] / totals[0]
-            # DDP averages gradients over processes; this scaling turns that average into the
-            # gradient of the mean over *all* the step's targets, as one big batch would give.
-            optimizer.zero_grad(set_to_none=True)
-            (loss * tokens * world_size / step_tokens).backward()
-            torch.nn.utils.clip_grad_norm_(replica.parameters(), MAX_GRAD_NORM)
-            optimizer.step()
-            lr = schedule.get_last_lr()[0]  # the rate this step used
-            schedule.step()
+            step_loss, step_tokens = totals[0] / totals[1], totals[1]
+            # DDP averages gradients over processes; multiplying by world_size turns that
+            # average into the gradient of the mean over *all* the step's targets, as one big
+            # batch would give.
+            lr = optimizer.step(scored.total * world_size / step_tokens)
             if log is not None:
                 print(f"step {step} loss {step_loss.item():.4f} lr {lr:.3e}", file=log,
                       flush=True)
@@ -228,7 +215,7 @@ def run(args: argparse.Namespace, device: torch.device) -> None:
         difference = largest_replica_difference(model)  # every process takes part
         all_reduce = time_all_reduce(model, device)
         if rank == 0:
-            save_checkpoint(args.checkpoint, model, data.src_vocab, data.tgt_vocab, config)
+            save_checkpoint(args.checkpoint, model, data.src_vocab, data.tgt_vocab)
             rate = args.steps / seconds
             summary = (f"{args.steps} steps on {world_size} process(es) in {seconds:.2f} s: "
                        f"{rate:.2f} steps/s, {rate * args.batch_size * world_size:.0f} pairs/s")
