@@ -1,17 +1,26 @@
-"""Time stage 07 against torch.nn.Transformer, side by side in one process.
+"""Time stage 07 against torch.nn.Transformer, side by side in one process, on CPU or GPU.
 
 For each configuration it times, interleaved round by round after a warm-up:
-- one training step (forward, cross-entropy, backward, Adam) for stage 07, stage 07 with a
-  fused SDPA core, and nn.Transformer with the same embeddings and output layer;
+- one training step, the toolkit's own (`toolkit.training.PaperOptimizer`: forward under
+  its autocast context, the stage's objective, backward, clipping, Adam, schedule), for
+  stage 07, stage 07 with a fused SDPA core, stage 07 keeping every attention's weights as
+  the code did before issue 15 (`stage_api.keeping_attention` around the step), and
+  nn.Transformer with the same embeddings, output layer, objective and optimiser;
 - greedy decoding of 20 tokens: stage 07 rerunning the whole model every step (with its
-  own core, and with SDPA), stage 07 with a KV cache, and nn.Transformer encoding once and
+  own core, and with SDPA), stage 07 encoding once and rerunning its decoder on the whole
+  prefix (no cache), stage 07 with a KV cache, and nn.Transformer encoding once and
   rerunning its decoder on the growing prefix. Decoding uses freshly built models with
   identical weights, checked to produce the same tokens before anything is timed.
 It prints medians and the median of the paired ratios (each round's time divided by the
-same round's nn.Transformer time), and writes benchmarks/results.json.
+same round's nn.Transformer time; some rows also against the stage-07 row they differ from
+by one change). On a GPU the clock is read only after the device has finished, and the
+peak memory each task adds is recorded too.
 
-    python benchmarks/bench.py            (what `make bench` runs)
-    python benchmarks/bench.py --quick    (fewer rounds, for a smoke test)
+    python benchmarks/bench.py                 (what `make bench` runs: writes results.json,
+                                                or results-cuda.json on a GPU)
+    python benchmarks/bench.py --device cpu    (default: cuda if available, else cpu)
+    python benchmarks/bench.py --quick         (fewer rounds, a smoke test: writes nothing
+                                                unless --output is given)
 """
 
 import argparse
@@ -24,13 +33,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from stages import stage07_multi_head as stage
+from toolkit.batches import Batch
 from toolkit.cached_decoding import cached_greedy_decode
-from toolkit.decoding import greedy_decode
+from toolkit.decoding import greedy_decode, greedy_loop
 from toolkit.from_torch_nn import TorchNNTranslator, load_nn_transformer
 from toolkit.sdpa import use_sdpa
+from toolkit.stage_api import keeping_attention, restoring_mode
+from toolkit.training import PaperOptimizer
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 CONFIGS = [
@@ -38,10 +49,31 @@ CONFIGS = [
     {"embed_dim": 128, "num_heads": 4, "layers": 3, "ff_dim": 512},
 ]
 LENGTHS, BATCH_SIZE, VOCAB_SIZE, DECODE_TOKENS = (20, 64), 32, 250, 20
-RESULTS = Path(__file__).with_name("results.json")
+LR, WARMUP_STEPS = 2e-3, 100  # toolkit.training.train's defaults; the rate does not change the time
+RESULTS = Path(__file__).with_name("results.json")  # the CPU run, which notebook 08 reads
+GPU_RESULTS = Path(__file__).with_name("results-cuda.json")  # a GPU run leaves the CPU one be
+KEEPING = "stage 07 + keep_attention"  # the old behaviour: every attention keeps its weights
+ENCODE_ONCE = "stage 07, encode once, no cache"
+COMPARED_WITH = {  # row -> the stage-07 row it differs from by one change
+    KEEPING: "stage 07",
+    ENCODE_ONCE: "stage 07",
+    "stage 07 + KV cache": ENCODE_ONCE,
+}
 
 
-def build(config: dict) -> dict[str, torch.nn.Module]:
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device: GPU kernels run asynchronously, so the clock alone reads too early."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def build(config: dict, device: torch.device | str = "cpu") -> dict[str, torch.nn.Module]:
     """Three models with the same weights: ours, ours with SDPA, and nn.Transformer."""
     torch.manual_seed(0)
     sizes = {"embed_dim": config["embed_dim"], "num_heads": config["num_heads"],
@@ -52,31 +84,45 @@ def build(config: dict) -> dict[str, torch.nn.Module]:
     load_nn_transformer(ours, reference.transformer)
     fused = use_sdpa(stage.Transformer(VOCAB_SIZE, VOCAB_SIZE, **sizes))
     fused.load_state_dict(ours.state_dict())
-    return {"stage 07": ours, "stage 07 + SDPA": fused, "nn.Transformer": reference}
+    models = {"stage 07": ours, "stage 07 + SDPA": fused, "nn.Transformer": reference}
+    return {name: model.to(device) for name, model in models.items()}
 
 
-def batch(length: int) -> tuple[torch.Tensor, torch.Tensor]:
+def batch(length: int, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """Random sentences with real padding: a quarter of each batch is half as long."""
-    generator = torch.Generator().manual_seed(length)
+    generator = torch.Generator().manual_seed(length)  # drawn on the CPU: same ids on any device
     src = torch.randint(4, VOCAB_SIZE, (BATCH_SIZE, length), generator=generator)
     tgt = torch.randint(4, VOCAB_SIZE, (BATCH_SIZE, length), generator=generator)
     src[: BATCH_SIZE // 4, length // 2:] = PAD_ID
     src[: BATCH_SIZE // 4, length // 2 - 1] = EOS_ID
     tgt[:, 0] = BOS_ID
-    return src, tgt
+    return src.to(device), tgt.to(device)  # (batch, length) each
 
 
-def training_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                  src: torch.Tensor, tgt: torch.Tensor) -> Callable[[], None]:
-    def step() -> None:
+def training_step(model: torch.nn.Module, src: torch.Tensor, tgt: torch.Tensor,
+                  keep_attention: bool = False) -> Callable[[], torch.Tensor]:
+    """One step of the toolkit's training loop (as in `train()`), returning the loss it took.
+
+    Every model, nn.Transformer included, is scored by stage 07's objective (teacher forcing,
+    cross-entropy per real target) and stepped by the same `PaperOptimizer`.
+    """
+    optimizer = PaperOptimizer(model, LR, WARMUP_STEPS)
+    data = Batch(src, tgt)
+
+    def step() -> torch.Tensor:
         model.train()
-        logits = model(src, tgt[:, :-1])  # (batch, tgt_len - 1, vocab)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1),
-                               ignore_index=PAD_ID)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-    return step
+        with optimizer.forward_context():
+            loss = stage.objective(model, data).mean()
+        optimizer.step(loss)
+        return loss.detach()
+
+    if not keep_attention:
+        return step
+
+    def step_keeping_attention() -> torch.Tensor:
+        with keeping_attention(model):  # what every stage-07 step did before issue 15
+            return step()
+    return step_keeping_attention
 
 
 @torch.no_grad()
@@ -85,26 +131,38 @@ def nn_greedy_decode(model: TorchNNTranslator, src: torch.Tensor, steps: int) ->
     model.eval()
     src_padding = src == PAD_ID
     memory = model.encode(src, src_padding)
-    tokens = torch.full((src.size(0), 1), BOS_ID, dtype=torch.long)
+    tokens = torch.full((src.size(0), 1), BOS_ID, dtype=torch.long, device=src.device)
     for _ in range(steps):
         next_token = model.decode(tokens, memory, src_padding)[:, -1].argmax(dim=-1)
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)
     return tokens
 
 
+@torch.no_grad()
+def encode_once_greedy_decode(model: torch.nn.Module, src: torch.Tensor,
+                              max_len: torch.Tensor) -> list[list[int]]:
+    """Stage 07 doing the baseline's work: encode once, rerun `decode` on the whole prefix."""
+    with restoring_mode(model, training=False):
+        src_padding = src == PAD_ID  # (batch, src_len)
+        memory = model.encode(src, src_padding)  # (batch, src_len, embed_dim), once
+        return greedy_loop(
+            lambda tokens, step: model.decode(tokens, memory, src_padding)[:, -1], max_len)
+
+
 def decoding_tasks(models: dict, src: torch.Tensor) -> dict[str, Callable[[], object]]:
-    """The four decoders, after checking that they all write the same tokens."""
-    limit = torch.full((src.size(0),), DECODE_TOKENS)
+    """The five decoders, after checking that they all write the same tokens."""
+    limit = torch.full((src.size(0),), DECODE_TOKENS, device=src.device)
     ours, fused, reference = models["stage 07"], models["stage 07 + SDPA"], models[
         "nn.Transformer"]
     tasks = {
         "stage 07": lambda: greedy_decode(ours, src, limit),
         "stage 07 + SDPA": lambda: greedy_decode(fused, src, limit),
+        ENCODE_ONCE: lambda: encode_once_greedy_decode(ours, src, limit),
         "stage 07 + KV cache": lambda: cached_greedy_decode(ours, src, limit),
         "nn.Transformer": lambda: nn_greedy_decode(reference, src, DECODE_TOKENS),
     }
     expected = nn_greedy_decode(reference, src, DECODE_TOKENS)[:, 1:].tolist()
-    for name in ("stage 07", "stage 07 + SDPA", "stage 07 + KV cache"):
+    for name in [name for name in tasks if name != "nn.Transformer"]:
         for row, tokens in zip(expected, tasks[name](), strict=True):
             if row[: len(tokens)] != tokens or (len(tokens) < DECODE_TOKENS
                                                  and row[len(tokens)] != EOS_ID):
@@ -112,65 +170,118 @@ def decoding_tasks(models: dict, src: torch.Tensor) -> dict[str, Callable[[], ob
     return tasks
 
 
-def timed(function: Callable[[], object]) -> float:
+def timed(function: Callable[[], object], device: torch.device) -> tuple[float, float | None]:
+    """Seconds from an idle device to an idle device, and on CUDA the peak MB the call added."""
+    synchronize(device)  # work queued before must not be charged to this call
+    if device.type == "cuda":
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
     start = time.perf_counter()
     function()
-    return time.perf_counter() - start
+    synchronize(device)  # the call returns once its kernels are queued, not done
+    seconds = time.perf_counter() - start
+    if device.type != "cuda":
+        return seconds, None
+    return seconds, (torch.cuda.max_memory_allocated(device) - before) / 2**20
 
 
-def measure(tasks: dict[str, Callable[[], object]], rounds: int, warmup: int) -> dict:
+def measure(tasks: dict[str, Callable[[], object]], rounds: int, warmup: int,
+            device: torch.device) -> dict:
     """Interleave the tasks round by round, so drifts in machine speed hit all alike."""
     for _ in range(warmup):
         for task in tasks.values():
             task()
+    synchronize(device)
     times: dict[str, list[float]] = {name: [] for name in tasks}
+    peaks: dict[str, list[float]] = {name: [] for name in tasks}
     for _ in range(rounds):
         for name, task in tasks.items():
-            times[name].append(timed(task))
-    baseline = times["nn.Transformer"]
-    return {name: {"median_ms": 1000 * statistics.median(values),
-                   "ratio_to_nn": statistics.median(
-                       [t / b for t, b in zip(values, baseline, strict=True)])}
-            for name, values in times.items()}
+            seconds, peak_mb = timed(task, device)
+            times[name].append(seconds)
+            if peak_mb is not None:
+                peaks[name].append(peak_mb)
+
+    def paired(values: list[float], baseline: str) -> float:
+        return statistics.median(t / b for t, b in zip(values, times[baseline], strict=True))
+
+    numbers = {}
+    for name, values in times.items():
+        compared = COMPARED_WITH.get(name) if COMPARED_WITH.get(name) in times else None
+        numbers[name] = {
+            "median_ms": 1000 * statistics.median(values),
+            "ratio_to_nn": paired(values, "nn.Transformer"),
+            "compared_with": compared,
+            "ratio_to_compared": None if compared is None else paired(values, compared),
+            "peak_mb": max(peaks[name]) if peaks[name] else None,
+        }
+    return numbers
 
 
-def run(rounds: int, warmup: int) -> list[dict]:
+def run(rounds: int, warmup: int, device: torch.device) -> list[dict]:
     results = []
     for config in CONFIGS:
         for length in LENGTHS:
-            src, tgt = batch(length)
-            models = build(config)
-            train = {name: training_step(model, torch.optim.Adam(model.parameters()), src, tgt)
+            src, tgt = batch(length, device)
+            models = build(config, device)
+            models = {"stage 07": models.pop("stage 07"),  # KEEPING: its own weights and Adam
+                      KEEPING: build(config, device)["stage 07"], **models}
+            train = {name: training_step(model, src, tgt, keep_attention=name == KEEPING)
                      for name, model in models.items()}
-            decode = decoding_tasks(build(config), src)  # fresh: training moved the weights
+            decode = decoding_tasks(build(config, device), src)  # fresh: training moved weights
             for task, tasks in (("training step", train), ("greedy decode", decode)):
-                for name, numbers in measure(tasks, rounds, warmup).items():
+                for name, numbers in measure(tasks, rounds, warmup, device).items():
                     results.append({**config, "length": length, "task": task, "model": name,
                                     **numbers})
-                    print(f"d={config['embed_dim']:<4} h={config['num_heads']} "
-                          f"L={config['layers']} len={length:<3} {task:<14} {name:<20} "
-                          f"{numbers['median_ms']:8.2f} ms   × {numbers['ratio_to_nn']:.2f}",
-                          flush=True)
+                    print(row_text(config, length, task, name, numbers), flush=True)
     return results
+
+
+def row_text(config: dict, length: int, task: str, name: str, numbers: dict) -> str:
+    text = (f"d={config['embed_dim']:<4} h={config['num_heads']} L={config['layers']} "
+            f"len={length:<3} {task:<14} {name:<32} {numbers['median_ms']:8.2f} ms   "
+            f"× {numbers['ratio_to_nn']:.2f}")
+    if numbers["compared_with"] is not None:
+        text += f"   (× {numbers['ratio_to_compared']:.2f} of {numbers['compared_with']})"
+    if numbers["peak_mb"] is not None:
+        text += f"   peak +{numbers['peak_mb']:.1f} MB"
+    return text
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few rounds: a smoke test")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--quick", action="store_true",
+                        help="few rounds, a smoke test; writes no results unless --output")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads (torch intra-op)")
+    parser.add_argument("--device", type=torch.device, default=default_device(),
+                        help="cpu, cuda, cuda:1, mps... (default: cuda if available, else cpu)")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="where to write the results (default: benchmarks/results.json on "
+                             "CPU, benchmarks/results-cuda.json otherwise; none with --quick)")
     args = parser.parse_args()
+    device = args.device
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda, but torch.cuda.is_available() is False on this machine")
+    output = args.output
+    if output is None and not args.quick:
+        output = RESULTS if device.type == "cpu" else GPU_RESULTS
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     rounds, warmup = (3, 1) if args.quick else (15, 3)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), batch {BATCH_SIZE}, "
-          f"{rounds} rounds after {warmup} warm-up; ratio = time / nn.Transformer's time")
-    results = run(rounds, warmup)
-    RESULTS.write_text(json.dumps({
-        "torch": torch.__version__, "threads": torch.get_num_threads(),
-        "machine": platform.machine(), "python": platform.python_version(),
-        "batch_size": BATCH_SIZE, "rounds": rounds, "warmup": warmup, "results": results,
+    print(f"torch {torch.__version__}, device {device}" + (f" ({gpu})" if gpu else "")
+          + f", {torch.get_num_threads()} CPU thread(s), batch {BATCH_SIZE}, {rounds} rounds "
+          f"after {warmup} warm-up; × = time / nn.Transformer's time, paired by round")
+    results = run(rounds, warmup, device)
+    if output is None:
+        print("--quick: no results written (pass --output PATH to keep them)")
+        return
+    output.write_text(json.dumps({
+        "torch": torch.__version__, "device": str(device), "gpu": gpu,
+        "threads": torch.get_num_threads(), "machine": platform.machine(),
+        "python": platform.python_version(), "batch_size": BATCH_SIZE, "rounds": rounds,
+        "warmup": warmup, "results": results,
     }, indent=1) + "\n")
-    print(f"wrote {RESULTS}")
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":
