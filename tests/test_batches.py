@@ -55,3 +55,11 @@ def test_endless_runs_past_one_epoch():
     pairs = [([4, EOS_ID], [BOS_ID, 4, EOS_ID])] * 3
     stream = endless(loader(pairs, batch_size=2))
     assert sum(next(stream).src.size(0) for _ in range(5)) == 2 + 1 + 2 + 1 + 2
+
+
+@pytest.mark.timeout(10)  # the bug this guards against is a loop that never yields
+def test_endless_over_no_batches_says_so_instead_of_looping_forever():
+    with pytest.raises(ValueError, match="no batches to train on.*empty"):
+        next(endless(loader([], batch_size=2, shuffle=False)))
+    with pytest.raises(ValueError, match="no batches to train on"):
+        next(endless([]))

@@ -7,7 +7,7 @@ from stages import stage04_positional_encoding as stage04
 from stages import stage07_multi_head as stage07
 from toolkit.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from toolkit.decoding import translate
-from toolkit.vocab import Vocab
+from toolkit.vocab import BOS_ID, EOS_ID, Vocab
 
 SRC_VOCAB = Vocab.build([["the", "dog", "sees", "a", "cat"], ["the", "cat", "runs"]])
 TGT_VOCAB = Vocab.build([["der", "Hund", "sieht", "eine", "Katze"], ["die", "Katze", "läuft"]])
@@ -22,7 +22,7 @@ def saved(tmp_path):
     model = stage07.Transformer(len(SRC_VOCAB), len(TGT_VOCAB), **CONFIG)
     for parameter in model.parameters():  # not the initial values: something "learned"
         parameter.data.normal_(std=0.5)
-    path = save_checkpoint(tmp_path / "model.pt", model, SRC_VOCAB, TGT_VOCAB, CONFIG)
+    path = save_checkpoint(tmp_path / "model.pt", model, SRC_VOCAB, TGT_VOCAB)
     return model, path
 
 
@@ -31,7 +31,10 @@ def test_a_round_trip_gives_identical_weights_vocabularies_and_translations(save
     loaded = load_checkpoint(path)
     assert type(loaded.model) is stage07.Transformer and not loaded.model.training
     assert loaded.src_vocab.itos == SRC_VOCAB.itos and loaded.tgt_vocab.itos == TGT_VOCAB.itos
-    assert loaded.config == CONFIG
+    assert loaded.config == model.config == {"src_vocab_size": len(SRC_VOCAB),
+                                             "tgt_vocab_size": len(TGT_VOCAB), **CONFIG,
+                                             "dropout": 0.0, "max_seq_len": 256,
+                                             "scale_embeddings": False, "tie_embeddings": False}
     for name, tensor in model.state_dict().items():
         assert torch.equal(loaded.model.state_dict()[name], tensor), name
     assert translate(loaded.model, SENTENCES, loaded.src_vocab, loaded.tgt_vocab) == \
@@ -76,7 +79,7 @@ def test_a_pickled_object_is_refused_without_running_it(tmp_path):
 
 def test_weights_that_do_not_fit_the_model_are_refused(saved, tmp_path):
     payload = torch.load(saved[1], weights_only=True)
-    payload["config"] = {**CONFIG, "ff_dim": 48}
+    payload["config"] = {**payload["config"], "ff_dim": 48}
     path = tmp_path / "edited.pt"
     torch.save(payload, path)
     with pytest.raises(CheckpointError, match="do not fit stages.stage07_multi_head"):
@@ -85,9 +88,9 @@ def test_weights_that_do_not_fit_the_model_are_refused(saved, tmp_path):
 
 def test_any_stage_can_be_saved_and_a_failed_save_leaves_no_file(tmp_path, monkeypatch):
     model = stage04.Transformer(len(SRC_VOCAB), len(TGT_VOCAB), embed_dim=16)
-    path = save_checkpoint(tmp_path / "stage04.pt", model, SRC_VOCAB, TGT_VOCAB,
-                           {"embed_dim": 16})
-    assert type(load_checkpoint(path).model) is stage04.Transformer
+    path = save_checkpoint(tmp_path / "stage04.pt", model, SRC_VOCAB, TGT_VOCAB)
+    loaded = load_checkpoint(path).model
+    assert type(loaded) is stage04.Transformer and loaded.config == model.config
 
     def interrupted(payload, file):
         open(file, "wb").write(b"half")  # noqa: SIM115
@@ -95,5 +98,38 @@ def test_any_stage_can_be_saved_and_a_failed_save_leaves_no_file(tmp_path, monke
 
     monkeypatch.setattr(torch, "save", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        save_checkpoint(tmp_path / "other.pt", model, SRC_VOCAB, TGT_VOCAB, {"embed_dim": 16})
+        save_checkpoint(tmp_path / "other.pt", model, SRC_VOCAB, TGT_VOCAB)
     assert sorted(tmp_path.iterdir()) == [tmp_path / "stage04.pt"]
+
+
+def test_a_setting_that_changes_no_shape_comes_back_with_the_weights(tmp_path):
+    """4 heads and scaled embeddings fit the weights of 2 heads unscaled: only config tells."""
+    torch.manual_seed(1)
+    model = stage07.Transformer(len(SRC_VOCAB), len(TGT_VOCAB), embed_dim=16, ff_dim=40,
+                                num_heads=4, scale_embeddings=True).eval()
+    for parameter in model.parameters():
+        parameter.data.normal_(std=0.5)
+    src = torch.tensor([SRC_VOCAB.encode("the dog sees a cat".split()) + [EOS_ID]])  # (1, src_len)
+    tgt = torch.tensor([[BOS_ID, *TGT_VOCAB.encode("der Hund sieht".split())]])  # (1, tgt_len)
+    path = save_checkpoint(tmp_path / "model.pt", model, SRC_VOCAB, TGT_VOCAB)
+    assert torch.load(path, weights_only=True)["config"] == model.config  # plain data only
+    loaded = load_checkpoint(path).model
+    assert loaded.config == model.config
+    with torch.no_grad():
+        assert torch.equal(loaded(src, tgt), model(src, tgt))
+        # The defaults (2 heads, unscaled) take the same weights without a complaint and
+        # translate differently: only the saved config can tell the two models apart.
+        default = stage07.Transformer(len(SRC_VOCAB), len(TGT_VOCAB), embed_dim=16, ff_dim=40)
+        default.load_state_dict(model.state_dict())
+        assert not torch.allclose(default.eval()(src, tgt), model(src, tgt))
+
+
+def test_vocabularies_the_model_was_not_built_for_are_refused_at_save(tmp_path):
+    model = stage07.Transformer(len(SRC_VOCAB), len(TGT_VOCAB), **CONFIG)
+    smaller = Vocab.build([["der", "Hund"]])
+    with pytest.raises(ValueError, match="vocabularies it was trained on"):
+        save_checkpoint(tmp_path / "model.pt", model, SRC_VOCAB, smaller)
+    assert len(SRC_VOCAB) != len(TGT_VOCAB)  # so that swapping them is a real mismatch
+    with pytest.raises(ValueError, match="vocabularies it was trained on"):
+        save_checkpoint(tmp_path / "model.pt", model, TGT_VOCAB, SRC_VOCAB)
+    assert list(tmp_path.iterdir()) == []

@@ -54,3 +54,76 @@ def test_each_sentence_can_have_its_own_length_limit():
     src = torch.tensor([[6, EOS_ID], [6, EOS_ID], [4, EOS_ID]])
     assert greedy_decode(Scripted(SCRIPTS), src, max_len=torch.tensor([2, 5, 1])) == [
         [9, 9], [9, 9, 9, 9, 9], [5]]
+
+
+class Failing(Scripted):
+    """Scripted, but records its mode at each step and raises at step `fail_at`."""
+
+    def __init__(self, fail_at: int | None = None):
+        super().__init__(SCRIPTS)
+        self.fail_at, self.modes = fail_at, []
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        self.modes.append(self.training)
+        if tgt.size(1) - 1 == self.fail_at:
+            raise RuntimeError("out of memory")
+        return super().forward(src, tgt)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_greedy_decode_runs_in_eval_mode_and_restores_the_mode_when_it_returns(training):
+    model = Failing().train(training)
+    assert greedy_decode(model, torch.tensor([[4, EOS_ID]]), max_len=10) == [[5, 6]]
+    assert model.modes == [False] * 3 and model.training is training
+
+
+def test_greedy_decode_restores_the_mode_when_decoding_raises():
+    model = Failing(fail_at=1).train()
+    with pytest.raises(RuntimeError, match="out of memory"):
+        greedy_decode(model, torch.tensor([[4, EOS_ID]]), max_len=10)
+    assert model.modes == [False, False] and model.training
+
+
+def stage07_model(**settings) -> torch.nn.Module:
+    from stages import stage07_multi_head as stage07
+
+    torch.manual_seed(0)
+    return stage07.Transformer(20, 12, embed_dim=16, num_heads=4, ff_dim=40, dropout=0.1,
+                               **settings)
+
+
+def test_greedy_decode_restores_the_mode_when_the_limit_outruns_the_positions():
+    model = stage07_model(max_seq_len=4).train()
+    with pytest.raises(ValueError, match="longer than max_seq_len=4"):
+        greedy_decode(model, torch.tensor([[4, 5, EOS_ID]]), max_len=10)
+    assert model.training
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_cached_greedy_decode_runs_in_eval_mode_and_restores_the_mode(training):
+    from toolkit.cached_decoding import cached_greedy_decode
+
+    model = stage07_model().train(training)
+    modes = []
+    model.decoder_layers[0].register_forward_pre_hook(
+        lambda module, args: modes.append(module.training))
+    cached_greedy_decode(model, torch.tensor([[4, 5, EOS_ID]]), max_len=5)
+    assert modes and not any(modes) and model.training is training
+
+
+def test_cached_greedy_decode_restores_the_mode_when_decoding_raises(monkeypatch):
+    from toolkit.cached_decoding import cached_greedy_decode
+
+    model = stage07_model().train()
+    decode, steps = model.decode, []
+
+    def failing_decode(*args, **kwargs):
+        steps.append(model.training)
+        if len(steps) == 2:
+            raise RuntimeError("out of memory")
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(model, "decode", failing_decode)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        cached_greedy_decode(model, torch.tensor([[4, 5, EOS_ID]]), max_len=5)
+    assert steps == [False, False] and model.training

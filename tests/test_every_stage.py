@@ -6,6 +6,7 @@ sizes reveal the bugs: 4 heads, 2 layers, embed_dim != head_dim, unequal lengths
 """
 
 import importlib
+import inspect
 import math
 
 import pytest
@@ -115,3 +116,36 @@ def test_each_requested_layer_exists_with_its_own_parameters(number, encoder_lay
         weights = [layer.self_attn.q_proj.weight for layer in layers]
         assert len({id(weight) for weight in weights}) == len(layers)  # distinct, not reused
         assert all(not torch.equal(weights[0], weight) for weight in weights[1:])
+
+
+# A value for every constructor setting any stage has, none of them its default, so a config
+# that recorded a default instead of the given value would rebuild a different model.
+NOT_DEFAULT = {"num_heads": 4, "num_encoder_layers": 3, "num_decoder_layers": 1, "ff_dim": 40,
+               "dropout": 0.1, "max_seq_len": 50, "scale_embeddings": True,
+               "tie_embeddings": True}
+
+
+@pytest.mark.parametrize("number", MODULES)
+def test_the_recorded_config_rebuilds_the_same_model(number):
+    """A checkpoint rebuilds the model from model.config alone (issue 15): it must hold every
+    constructor argument as given, in plain values that torch.load(weights_only=True) reads."""
+    cls = stage_module(number).Transformer
+    signature = inspect.signature(cls)
+    given = {name: value for name, value in NOT_DEFAULT.items() if name in signature.parameters}
+    model = build(number, seed=3, **given)
+    expected = signature.bind(SRC_VOCAB, TGT_VOCAB, embed_dim=EMBED_DIM, **given)
+    expected.apply_defaults()
+    assert model.config == expected.arguments  # every parameter, each as given
+    assert all(type(value) in (int, float, bool, str) for value in model.config.values())
+    torch.manual_seed(3)
+    rebuilt = cls(**model.config).eval()
+    state, rebuilt_state = model.state_dict(), rebuilt.state_dict()
+    assert state.keys() == rebuilt_state.keys()
+    for name, tensor in state.items():
+        assert torch.equal(tensor, rebuilt_state[name]), name
+    outputs = []
+    for twin in (model.train(), rebuilt.train()):  # settings with no tensor, such as dropout
+        torch.manual_seed(0)
+        with torch.no_grad():
+            outputs.append(run(twin))
+    assert torch.equal(*outputs)

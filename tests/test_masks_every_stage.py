@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from toolkit import properties
-from toolkit.stage_api import attention_maps
+from toolkit.stage_api import attention_maps, keeping_attention
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 MODULES = ["stage03_masking", "stage04_positional_encoding", "stage05_stacking",
@@ -18,6 +18,8 @@ MODULES = ["stage03_masking", "stage04_positional_encoding", "stage05_stacking",
 SIZES = {"stage05_stacking": {"num_encoder_layers": 2, "num_decoder_layers": 2},
          "stage06_ffn_layernorm": {"ff_dim": 40},
          "stage07_multi_head": {"num_heads": 4, "ff_dim": 40}}
+# Attention modules per model: one of each kind (03, 04), or 2 layers of each (05 to 07).
+ATTENTIONS = {"stage03_masking": 3, "stage04_positional_encoding": 3}
 SRC_VOCAB, TGT_VOCAB = 20, 30
 # Two sentences of unequal length with real padding; src_len != tgt_len.
 SRC = torch.tensor([[4, 9, 7, 12, 5, EOS_ID], [6, 8, EOS_ID, PAD_ID, PAD_ID, PAD_ID]])
@@ -70,8 +72,11 @@ def test_a_target_token_changes_its_own_position_and_later_ones_only(stage, t):
 
 def test_padded_keys_get_exactly_zero_weight_in_every_attention(stage):
     model = make_model(stage)
-    logits(model)  # sentence 2 is <pad> from key 3 on; sentence 1 is real there
-    for name, weights in attention_maps(model).items():
+    with keeping_attention(model):  # stage 07 keeps weights only when asked
+        logits(model)  # sentence 2 is <pad> from key 3 on; sentence 1 is real there
+        maps = attention_maps(model)
+    assert len(maps) == ATTENTIONS.get(stage.__name__.split(".")[-1], 6)  # none unchecked
+    for name, weights in maps.items():
         if name.startswith("encoder") or "cross" in name:
             problem = properties.padding_problem(weights, SRC == PAD_ID)
             assert problem is None, f"{name}: {problem}"
@@ -88,14 +93,30 @@ def test_the_causal_mask_hides_exactly_the_future(stage, length):
     assert problem is None, problem
 
 
-def test_masks_are_combined_first_and_filled_once_per_attention(stage, monkeypatch):
-    model = make_model(stage)
-    calls = []
-    original = torch.Tensor.masked_fill
-    monkeypatch.setattr(torch.Tensor, "masked_fill",
-                        lambda self, *args: calls.append(1) or original(self, *args))
-    logits(model)
-    assert len(calls) == len(attention_maps(model))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_a_key_hidden_by_both_masks_gets_zero_weight_and_nothing_overflows(stage, dtype):
+    """A key hidden by the padding mask and by attn_mask is hidden once: two fills of the
+    most negative number that add up overflow to -inf (float16 first), and a row hidden
+    twice over then turns into NaN. How the masks are combined is the stage's choice."""
+    model = make_model(stage, dtype)
+    attention = next(m for m in model.modules() if hasattr(m, "attention"))  # the first one
+    torch.manual_seed(1)
+    query = torch.randn(2, 4, 16, dtype=dtype)  # (batch, q_len, embed_dim)
+    key_value = torch.randn(2, 5, 16, dtype=dtype)  # (batch, kv_len, embed_dim)
+    padding = torch.tensor([[False, False, False, True, True], [True] * 5])  # (batch, kv_len)
+    attn_mask = torch.ones(4, 5, dtype=torch.bool).triu(1)  # (q_len, kv_len): keys after q
+    attn_mask[3] = True  # the last query may see no key at all
+    with torch.no_grad(), keeping_attention(attention):
+        out = attention(query, key_value, key_padding_mask=padding, attn_mask=attn_mask)
+        weights = attention.attention.reshape(2, -1, 4, 5)  # (batch, heads, q_len, kv_len)
+    assert torch.isfinite(out).all() and torch.isfinite(weights).all()
+    hidden = padding[:, None, :] | attn_mask  # (batch, q_len, kv_len)
+    assert (padding[:, None, :] & attn_mask).any(-1).all()  # every query has a key hidden twice
+    seeing = ~hidden.all(dim=-1)  # (batch, q_len): queries with a key left to attend to
+    for sentence, query_index in seeing.nonzero().tolist():
+        row = weights[sentence, :, query_index].float()  # (heads, kv_len)
+        assert torch.all(row[:, hidden[sentence, query_index]] == 0), (sentence, query_index)
+        assert torch.allclose(row.sum(dim=-1), torch.ones(()), atol=1e-3)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])

@@ -90,3 +90,55 @@ def test_sentence_attention_labels_every_map_with_its_own_tokens(module):
              for ax in figure.axes if ax.get_title()}
     assert drawn == expected
     plt.close("all")
+
+
+def drawn_weights(figure: plt.Figure) -> dict[str, list]:
+    """Each heatmap's title and the values it shows."""
+    return {ax.get_title(): ax.collections[0].get_array().tolist()
+            for ax in figure.axes if ax.get_title()}
+
+
+def test_sentence_attention_draws_the_same_weights_with_the_sdpa_core_and_cleans_up():
+    """The fused kernel returns no weights: plots must fall back to the stage's own attend."""
+    from stages import stage07_multi_head as stage07
+    from toolkit.plots import sentence_attention
+    from toolkit.sdpa import use_sdpa
+    from toolkit.vocab import Vocab
+
+    src_vocab, tgt_vocab = Vocab(["The", "dog", "sleeps", "."]), Vocab(["Der", "Hund", "."])
+
+    def model(fused: bool) -> stage07.Transformer:
+        torch.manual_seed(0)
+        built = stage07.Transformer(len(src_vocab), len(tgt_vocab), embed_dim=16, num_heads=4,
+                                    ff_dim=40, dropout=0.1)
+        return use_sdpa(built) if fused else built
+
+    drawn = {}
+    # (fused, training): eval mode is the reference; a model left training (as a notebook
+    # does mid-run) must be drawn without dropout all the same, then stay training.
+    for fused, training in [(False, False), (False, True), (True, True)]:
+        translator = model(fused).train(training)
+        figure = sentence_attention(translator, ["The", "dog", "sleeps", "."], ["Der", "Hund"],
+                                    src_vocab, tgt_vocab)
+        drawn[fused, training] = drawn_weights(figure)
+        plt.close("all")
+        assert translator.training is training
+        attentions = [m for m in translator.modules() if hasattr(m, "keep_attention")]
+        assert len(attentions) == 6
+        assert all(m.keep_attention is False and m.attention is None for m in attentions)
+    assert len(drawn[True, True]) == 6
+    assert drawn[True, True] == drawn[False, True] == drawn[False, False]
+
+
+def test_sentence_attention_says_so_when_the_model_keeps_no_weights():
+    from spies import Spy
+
+    from toolkit.plots import sentence_attention
+    from toolkit.vocab import Vocab
+
+    vocab = Vocab(["a", "b"])
+    model = Spy(vocab_size=len(vocab)).train()
+    with pytest.raises(ValueError, match="kept no attention weights to draw"):
+        sentence_attention(model, ["a"], ["b"], vocab, vocab)
+    assert model.training
+    plt.close("all")

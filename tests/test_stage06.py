@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from stages import stage06_ffn_layernorm as stage
@@ -16,11 +17,11 @@ TGT = torch.tensor([[BOS_ID, 8, 11, 6, 7], [BOS_ID, 9, 12, PAD_ID, PAD_ID]])
 TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-12}
 
 
-def reference(layer_class, dtype):
+def reference(layer_class, dtype, dropout=0.0):
     """Every parameter random, LayerNorm gains and biases included: default ones (1 and 0)
     would hide a swapped norm or bias."""
     torch.manual_seed(0)
-    layer = layer_class(EMBED_DIM, nhead=1, dim_feedforward=FF_DIM, dropout=0.0,
+    layer = layer_class(EMBED_DIM, nhead=1, dim_feedforward=FF_DIM, dropout=dropout,
                         activation="relu", batch_first=True, norm_first=False)
     with torch.no_grad():
         for parameter in layer.parameters():
@@ -101,3 +102,122 @@ def test_layer_norm_and_linear_layers_are_built_once_not_per_call():
         assert torch.equal(model(SRC, TGT), first)
     assert {name for name, _ in model.named_parameters()} == before
     assert sum(isinstance(m, nn.LayerNorm) for m in model.modules()) == 2 * 2 + 2 * 3
+
+
+# --- dropout in train mode ---------------------------------------------------------------
+# Random masks differ between two models, so "train mode equals torch.nn" needs the same
+# units dropped on both sides. `drop_alike` makes every dropout keep a fixed pattern that
+# depends only on the tensor's shape, and routes the attention weights of nn.* through it
+# too (nn.MultiheadAttention drops them inside F.scaled_dot_product_attention, whose own
+# mask we cannot see). Any dropout our layers miss, add, or move then changes the output.
+
+def fixed_dropout(input, p=0.5, training=True, inplace=False):
+    """F.dropout with a mask that depends only on the shape, so two models drop alike."""
+    if not training or p == 0.0:
+        return input
+    index = torch.arange(input.numel(), device=input.device).reshape(input.shape)
+    keep = (index * 7919 + 13) % 97 >= p * 97  # (same shape as input), about 1 - p kept
+    return input * keep / (1 - p)  # inverted dropout: the expected value is unchanged
+
+
+def reference_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                        scale=None, enable_gqa=False):
+    """The reference implementation in F.scaled_dot_product_attention's documentation,
+    dropping the weights through F.dropout (so through `fixed_dropout` under drop_alike)."""
+    # query: (batch, heads, q_len, head_dim), key and value: (batch, heads, kv_len, head_dim)
+    q_len, kv_len = query.size(-2), key.size(-2)
+    bias = torch.zeros(q_len, kv_len, dtype=query.dtype)  # (q_len, kv_len)
+    if is_causal:
+        bias = bias.masked_fill(torch.ones(q_len, kv_len, dtype=torch.bool).triu(1),
+                                float("-inf"))
+    if attn_mask is not None:  # nn.MultiheadAttention passes a float mask: 0 or -inf
+        bias = bias.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
+            else attn_mask + bias
+    scale = 1 / math.sqrt(query.size(-1)) if scale is None else scale
+    weights = (query @ key.transpose(-2, -1) * scale + bias).softmax(dim=-1)
+    return F.dropout(weights, dropout_p, training=True) @ value  # (batch, heads, q_len, head_dim)
+
+
+def drop_alike(monkeypatch):
+    """Make torch.nn's dropout sites and ours drop the same units (see fixed_dropout)."""
+    monkeypatch.setattr(F, "dropout", fixed_dropout)
+    monkeypatch.setattr(F, "scaled_dot_product_attention", reference_attention)
+
+
+def test_the_fixed_dropout_drops_about_p_and_scales_the_rest_by_one_over_one_minus_p():
+    """The helper below must really drop units, or the train-mode tests would compare nothing."""
+    x = torch.ones(4, 50, 20)
+    dropped = fixed_dropout(x, p=0.1)
+    assert 0.08 < (dropped == 0).float().mean() < 0.12
+    assert torch.allclose(dropped[dropped != 0], torch.tensor(1 / 0.9))
+    assert torch.equal(fixed_dropout(x, p=0.1, training=False), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_encoder_layer_in_train_mode_drops_where_nn_transformer_encoder_layer_does(
+        dtype, monkeypatch):
+    """Dropout on the attention weights, inside the FFN and on each sublayer's output before
+    the residual add: the same units dropped give the same output as torch.nn's layer."""
+    drop_alike(monkeypatch)
+    theirs = reference(nn.TransformerEncoderLayer, dtype, dropout=0.1).train()
+    ours = stage.EncoderLayer(EMBED_DIM, FF_DIM, dropout=0.1).to(dtype).train()
+    copy_encoder_layer(ours, theirs, query_scale=1 / math.sqrt(EMBED_DIM))
+    x = torch.randn(2, 6, EMBED_DIM, dtype=dtype)
+    padding = SRC == PAD_ID
+    with torch.no_grad():
+        expected = theirs(x, src_key_padding_mask=padding)
+        got = ours(x, padding)
+        assert not torch.allclose(got, ours.eval()(x, padding))  # dropout did act
+    assert (got - expected).abs().max() <= TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_decoder_layer_in_train_mode_drops_where_nn_transformer_decoder_layer_does(
+        dtype, monkeypatch):
+    drop_alike(monkeypatch)
+    theirs = reference(nn.TransformerDecoderLayer, dtype, dropout=0.1).train()
+    ours = stage.DecoderLayer(EMBED_DIM, FF_DIM, dropout=0.1).to(dtype).train()
+    copy_decoder_layer(ours, theirs, query_scale=1 / math.sqrt(EMBED_DIM))
+    y, memory = torch.randn(2, 5, EMBED_DIM, dtype=dtype), torch.randn(2, 6, EMBED_DIM, dtype=dtype)
+    padding = SRC == PAD_ID
+    future = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    with torch.no_grad():
+        expected = theirs(y, memory, tgt_mask=future, memory_key_padding_mask=padding)
+        got = ours(y, memory, padding, future)
+        assert not torch.allclose(got, ours.eval()(y, memory, padding, future))
+    assert (got - expected).abs().max() <= TOLERANCE[dtype]
+
+
+def test_the_model_drops_embeddings_plus_positions_on_both_sides_and_nothing_else(monkeypatch):
+    """The paper's dropout on the input sums, with the layers' own dropout tested above."""
+    drop_alike(monkeypatch)
+    model = make_model(dropout=0.1).train()
+    padding = SRC == PAD_ID  # (batch, src_len)
+    future = torch.ones(5, 5, dtype=torch.bool).triu(1)  # (tgt_len, tgt_len)
+    with torch.no_grad():
+        x = fixed_dropout(model.positions(model.src_embed(SRC)), 0.1)  # (batch, src_len, embed_dim)
+        for layer in model.encoder_layers:
+            x = layer(x, padding)
+        y = fixed_dropout(model.positions(model.tgt_embed(TGT)), 0.1)  # (batch, tgt_len, embed_dim)
+        for layer in model.decoder_layers:
+            y = layer(y, x, padding, future)
+        assert (model(SRC, TGT) - model.out_proj(y)).abs().max() <= TOLERANCE[torch.float32]
+
+
+def test_in_eval_mode_a_dropout_model_computes_what_the_same_weights_without_dropout_do():
+    """Inverted dropout: nothing to undo at test time, so eval needs no rescaling either."""
+    with_dropout, without = make_model(dropout=0.3).eval(), make_model(dropout=0.0).eval()
+    with torch.no_grad():
+        assert torch.equal(with_dropout(SRC, TGT), without(SRC, TGT))
+
+
+def test_train_mode_draws_its_masks_from_torch_seed():
+    """The same seed drops the same units (runs can be repeated); another seed, others."""
+    model = make_model(dropout=0.1).train()
+    outputs = []
+    for seed in (1, 1, 2):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            outputs.append(model(SRC, TGT))
+    assert torch.equal(outputs[0], outputs[1])
+    assert not torch.allclose(outputs[0], outputs[2])

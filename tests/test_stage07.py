@@ -4,11 +4,14 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
+from test_stage06 import drop_alike
 from torch import nn
 
 from stages import stage07_multi_head as stage
 from toolkit import properties
 from toolkit.from_torch_nn import copy_attention, load_nn_transformer
+from toolkit.stage_api import attention_maps, keeping_attention
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 # embed_dim != head_dim, at least 2 heads and 2 layers, unequal lengths, real padding.
@@ -48,7 +51,7 @@ def test_every_head_reads_the_whole_embedding():
     x = torch.randn(2, 5, EMBED_DIM)
     nudged = x.clone()
     nudged[..., :HEAD_DIM] += 1.0  # change only the features that head 0's slice would hold
-    with torch.no_grad():
+    with torch.no_grad(), keeping_attention(attention):
         attention(x, x)
         before = attention.attention  # (batch, heads, q_len, kv_len)
         attention(nudged, nudged)
@@ -60,11 +63,12 @@ def test_every_head_reads_the_whole_embedding():
 def test_scores_are_scaled_by_one_over_sqrt_head_dim():
     attention = make_attention()
     x = torch.randn(1, 3, EMBED_DIM)
-    with torch.no_grad():
+    with torch.no_grad(), keeping_attention(attention):
         attention(x, x)
+        weights = attention.attention  # (1, heads, 3, 3)
         q = attention.split_heads(attention.q_proj(x))  # (1, heads, 3, head_dim)
         k = attention.split_heads(attention.k_proj(x))
-    problem = properties.scaling_problem(attention.attention, q, k)
+    problem = properties.scaling_problem(weights, q, k)
     assert problem is None, problem
 
 
@@ -120,7 +124,7 @@ def test_cross_attention_equals_nn_multihead_attention(dtype):
             dtype]
 
 
-def make_pair(dtype):
+def make_pair(dtype, dropout=0.0):
     """A stage-07 model and an nn.Transformer with the same weights.
 
     nn.Transformer adds a LayerNorm after each whole stack, which the paper's post-LN model
@@ -129,20 +133,21 @@ def make_pair(dtype):
     torch.manual_seed(0)
     ours = stage.Transformer(20, 30, embed_dim=EMBED_DIM, num_heads=NUM_HEADS,
                              num_encoder_layers=LAYERS, num_decoder_layers=LAYERS,
-                             ff_dim=FF_DIM, dropout=0.0).to(dtype)
-    theirs = nn.Transformer(EMBED_DIM, NUM_HEADS, LAYERS, LAYERS, FF_DIM, dropout=0.0,
+                             ff_dim=FF_DIM, dropout=dropout).to(dtype)
+    theirs = nn.Transformer(EMBED_DIM, NUM_HEADS, LAYERS, LAYERS, FF_DIM, dropout=dropout,
                             batch_first=True).to(dtype)
     theirs.encoder.norm, theirs.decoder.norm = nn.Identity(), nn.Identity()
     load_nn_transformer(ours, randomise(theirs))
     return ours, theirs
 
 
-def reference_logits(ours, theirs, src, tgt):
-    """Our embeddings, positions and output layer around nn.Transformer's layers."""
+def reference_logits(ours, theirs, src, tgt, dropout=0.0):
+    """Our embeddings, positions and output layer around nn.Transformer's layers; the paper
+    drops out the sum of embeddings and positions on both sides (train mode only)."""
     padding = src == PAD_ID
     future = torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool).triu(1)
-    x = ours.positions(ours.src_embed(src))
-    y = ours.positions(ours.tgt_embed(tgt))
+    x = F.dropout(ours.positions(ours.src_embed(src)), dropout, theirs.training)
+    y = F.dropout(ours.positions(ours.tgt_embed(tgt)), dropout, theirs.training)
     out = theirs(x, y, src_key_padding_mask=padding, tgt_mask=future,
                  memory_key_padding_mask=padding)
     return ours.out_proj(out)
@@ -160,6 +165,56 @@ def test_the_whole_model_equals_nn_transformer(dtype, mode):
     assert (got[real] - expected[real]).abs().max() <= TOLERANCE[dtype]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_train_mode_with_dropout_drops_where_nn_transformer_does(dtype, monkeypatch):
+    """With the same units dropped (test_stage06.drop_alike), dropout 0.1 in train mode gives
+    nn.Transformer's logits: on embeddings + positions, attention weights, inside the FFN and
+    on every sublayer's output before its residual add. A missing or moved one changes them."""
+    drop_alike(monkeypatch)
+    ours, theirs = make_pair(dtype, dropout=0.1)
+    ours.train()
+    theirs.train()
+    with torch.no_grad():
+        got, expected = ours(SRC, TGT), reference_logits(ours, theirs, SRC, TGT, dropout=0.1)
+        assert not torch.allclose(got, ours.eval()(SRC, TGT))  # dropout did act
+    real = TGT != PAD_ID
+    assert (got[real] - expected[real]).abs().max() <= TOLERANCE[dtype]
+
+
+def test_in_eval_mode_dropout_changes_nothing():
+    """Inverted dropout scales in train mode, so eval is the dropout-0 model, unscaled."""
+    with_dropout, without = paper_model(dropout=0.3), paper_model(dropout=0.0)
+    with torch.no_grad():
+        assert torch.equal(with_dropout.eval()(SRC, TGT), without.eval()(SRC, TGT))
+
+
+def test_train_mode_draws_its_masks_from_torch_seed():
+    model = paper_model(dropout=0.1).train()
+    outputs = []
+    for seed in (1, 1, 2):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            outputs.append(model(SRC, TGT))
+    assert torch.equal(outputs[0], outputs[1])
+    assert not torch.allclose(outputs[0], outputs[2])
+
+
+def test_dropout_on_attention_weights_keeps_the_expected_output():
+    """Dropout acts on the weights after the softmax and rescales by 1 / (1 - p), so the
+    average over many masks is the eval output. Dropping scores before the softmax, or
+    zeroing without rescaling, shifts the average."""
+    torch.manual_seed(0)
+    attention = stage.MultiHeadAttention(EMBED_DIM, NUM_HEADS, dropout=0.3)
+    query, memory = torch.randn(1, 4, EMBED_DIM), torch.randn(1, 6, EMBED_DIM)
+    copies = 20_000  # each row of the batch draws its own mask
+    with torch.no_grad():
+        expected = attention.eval()(query, memory)  # (1, 4, embed_dim)
+        sampled = attention.train()(query.expand(copies, -1, -1), memory.expand(copies, -1, -1))
+    spread = sampled.std(dim=0) / copies**0.5  # the standard error of the average
+    error = (sampled.mean(dim=0) - expected[0]).abs()
+    assert torch.all(error < 5 * spread + 1e-6), (error / spread).max()
+
+
 def test_padding_and_the_future_stay_hidden_in_every_head():
     ours, _ = make_pair(torch.float32)
     ours.eval()
@@ -169,10 +224,62 @@ def test_padding_and_the_future_stay_hidden_in_every_head():
     with torch.no_grad():
         assert torch.allclose(ours(more, TGT), ours(SRC, TGT), atol=1e-5)
         assert torch.allclose(ours(SRC, changed)[:, :3], ours(SRC, TGT)[:, :3], atol=1e-6)
-        ours(SRC, TGT)
-    weights = ours.encoder_layers[0].self_attn.attention  # (batch, heads, src_len, src_len)
+        with keeping_attention(ours):
+            ours(SRC, TGT)
+            weights = ours.encoder_layers[0].self_attn.attention  # (batch, heads, src, src)
     assert weights.shape == (2, NUM_HEADS, 6, 6)
     assert torch.all(weights[1, :, :, 3:] == 0)
+
+
+ATTENTION_MODULES = 3 * LAYERS  # encoder self, decoder self and cross, per layer
+
+
+def attention_modules(model: nn.Module) -> dict[str, stage.MultiHeadAttention]:
+    return {name: module for name, module in model.named_modules()
+            if isinstance(module, stage.MultiHeadAttention)}
+
+
+def test_training_keeps_no_attention_weights():
+    """The hot path: six (batch, heads, len, len) tensors per step are kept only when asked."""
+    model, _ = make_pair(torch.float32)
+    model.train()
+    model(SRC, TGT).sum().backward()
+    assert len(attention_modules(model)) == ATTENTION_MODULES
+    for name, module in attention_modules(model).items():
+        assert module.attention is None, name
+    assert attention_maps(model) == {}
+
+
+def test_keeping_attention_keeps_every_modules_weights_then_drops_them():
+    """In train mode too, what is kept is the softmax itself, before dropout."""
+    model, _ = make_pair(torch.float32, dropout=0.1)
+    model.train()
+    lengths = {"encoder": (6, 6), "self": (5, 5), "cross": (5, 6)}  # (q_len, kv_len)
+    with keeping_attention(model):
+        model(SRC, TGT)  # with autograd on: kept weights must not hold on to the graph
+        maps = attention_maps(model)
+        assert maps.keys() == attention_modules(model).keys()
+        for name, weights in maps.items():
+            role = "encoder" if name.startswith("encoder") else (
+                "cross" if "cross" in name else "self")
+            assert weights.shape == (2, NUM_HEADS, *lengths[role]), name
+            assert not weights.requires_grad, name
+            assert torch.allclose(weights.sum(dim=-1), torch.ones(()), atol=1e-6), name
+    for name, module in attention_modules(model).items():
+        assert module.attention is None and not module.keep_attention, name
+    with torch.no_grad():
+        model(SRC, TGT)
+    assert attention_maps(model) == {}  # and a forward after the block keeps nothing again
+
+
+def test_keeping_attention_switches_back_off_even_if_the_block_raises():
+    model, _ = make_pair(torch.float32)
+    with pytest.raises(RuntimeError, match="inside"), keeping_attention(model):
+        with torch.no_grad():
+            model.eval()(SRC, TGT)
+        raise RuntimeError("inside")
+    assert attention_maps(model) == {}
+    assert not any(module.keep_attention for module in attention_modules(model).values())
 
 
 def test_the_torch_nn_translator_computes_our_logits():

@@ -1,6 +1,7 @@
 """The training loop learns, reports in plain text, and returns its history."""
 
 import io
+import math
 
 import pytest
 import torch
@@ -81,10 +82,76 @@ def test_the_optimiser_follows_the_schedule_at_every_step(schedule):
     assert history.learning_rates == pytest.approx(expected)
 
 
+SHORT = Batch(torch.tensor([[4, EOS_ID]]), torch.tensor([[BOS_ID, 8, EOS_ID]]))  # 2 targets
+
+
 @pytest.mark.parametrize("training", [True, False])
-def test_evaluate_loss_averages_batches_and_leaves_the_mode_as_it_was(training):
+def test_evaluate_loss_is_per_token_and_leaves_the_mode_as_it_was(training):
+    """A mean of per-batch means would weigh SHORT's 2 targets like BATCH's 4."""
+    torch.manual_seed(0)
     model = Bigram().train(training)
-    other = Batch(torch.tensor([[4, EOS_ID]]), torch.tensor([[BOS_ID, 8, EOS_ID]]))
-    expected = (teacher_forcing(model, BATCH).item() + teacher_forcing(model, other).item()) / 2
-    assert evaluate_loss(model, teacher_forcing, [BATCH, other]) == pytest.approx(expected)
+    with torch.no_grad():
+        long, short = teacher_forcing(model, BATCH), teacher_forcing(model, SHORT)
+    assert (int(long.tokens), int(short.tokens)) == (4, 2)
+    per_token = float((long.total + short.total) / (long.tokens + short.tokens))
+    per_batch = float(long.mean() + short.mean()) / 2
+    assert abs(per_token - per_batch) > 0.05  # the two averages really differ here
+    assert evaluate_loss(model, teacher_forcing, [BATCH, SHORT]) == pytest.approx(per_token)
     assert model.training is training
+
+
+def test_evaluate_loss_restores_the_mode_even_when_the_objective_raises():
+    def failing(model, batch, generator=None, label_smoothing=0.0):
+        assert not model.training  # evaluation runs in eval mode
+        raise RuntimeError("out of memory")
+
+    model = Bigram().train()
+    with pytest.raises(RuntimeError, match="out of memory"):
+        evaluate_loss(model, failing, [BATCH])
+    assert model.training
+
+
+def test_evaluate_loss_on_no_batches_says_the_split_is_empty():
+    with pytest.raises(ValueError, match="no batches.*empty"):
+        evaluate_loss(Bigram(), teacher_forcing, [])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_weights_are_refused_with_a_pointer_to_autocast(dtype):
+    """Adam's eps (1e-9) is 0 in float16: such a run turns to NaN from its second step."""
+    with pytest.raises(TypeError, match=r"autocast=torch\.bfloat16"):
+        train(Bigram().to(dtype), teacher_forcing, forever(BATCH), steps=3,
+              progress=io.StringIO())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_autocast_trains_in_half_precision_and_keeps_float32_weights(dtype):
+    from stages import stage07_multi_head as stage07
+
+    torch.manual_seed(0)
+    model = stage07.Transformer(10, 10, embed_dim=16, num_heads=2, ff_dim=32)
+    seen = set()
+    model.out_proj.register_forward_hook(lambda module, args, out: seen.add(out.dtype))
+    history = train(model, teacher_forcing, forever(BATCH), steps=30, lr=1e-2,
+                    warmup_steps=5, autocast=dtype, progress=io.StringIO())
+    assert seen == {dtype}  # every step's forward really ran in half precision
+    assert len(history.losses) == 30 and all(math.isfinite(x) for x in history.losses)
+    assert sum(history.losses[-5:]) / 5 < history.losses[0] / 4
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
+def test_losses_read_in_blocks_are_the_losses_of_every_step(monkeypatch):
+    """Reading the loss every LOG_EVERY steps must not lose the last, incomplete block."""
+    assert 73 % toolkit.training.LOG_EVERY != 0
+
+    def run() -> list[float]:
+        torch.manual_seed(0)
+        return train(Bigram(), teacher_forcing, forever(BATCH), steps=73, lr=0.1,
+                     warmup_steps=10, progress=io.StringIO()).losses
+
+    blocks = run()
+    monkeypatch.setattr(toolkit.training, "LOG_EVERY", 1)
+    every_step = run()
+    assert len(blocks) == 73 and all(type(loss) is float for loss in blocks)
+    assert blocks == every_step
+    assert len(set(blocks)) == 73  # a real curve, not one value repeated
