@@ -209,7 +209,8 @@ def mean_sd(summary: pd.DataFrame, title: str, metric: str, digits: int = 1) -> 
 def reproduces(live: Rung, committed: Rung) -> str:
     """Say whether a notebook's run gave exactly its committed rung, and if not, why it may."""
     if is_stale(committed):
-        return "the committed rung is stale (code or corpus changed): run `make ladder`"
+        return ("the committed rung is stale (code or corpus changed): run `make ladder`, "
+                "or `make ablation` for an ablation row")
     fields = ("train_loss", "validation_loss", "exact_match", "bleu", "per_phenomenon")
     differ = [name for name in fields if getattr(live, name) != getattr(committed, name)]
     if not differ:

@@ -4,7 +4,8 @@ Only `MultiHeadAttention.attend`, softmax(Q K^T / sqrt(d_k)) V, changes: the pro
 the masks and the cache stay the stage's own, and the numbers agree up to float rounding.
 Two details matter on a GPU. SDPA's boolean mask is True where attention is *allowed*, the
 opposite of nn.MultiheadAttention's and ours. And a causal self-attention is passed as
-`is_causal=True` with no mask at all, since a mask rules out the fused flash kernels.
+`is_causal=True` with no mask at all: on a GPU, in float16 or bfloat16, a mask rules out
+PyTorch's flash-attention kernel.
 """
 
 import types
