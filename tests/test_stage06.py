@@ -29,27 +29,43 @@ def reference(layer_class, dtype, dropout=0.0):
     return layer.to(dtype).eval()
 
 
+def layer_pair(layer_class, ours_class, dtype, dropout, monkeypatch):
+    """torch.nn's layer and ours with the same weights; with dropout, in train mode and
+    dropping the same units (drop_alike), so the dropout sites are compared too."""
+    if dropout:
+        drop_alike(monkeypatch)
+    theirs = reference(layer_class, dtype, dropout=dropout).train(dropout > 0)
+    ours = ours_class(EMBED_DIM, FF_DIM, dropout=dropout).to(dtype).train(dropout > 0)
+    return theirs, ours
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_encoder_layer_equals_nn_transformer_encoder_layer(dtype):
+def test_encoder_layer_equals_nn_transformer_encoder_layer(dtype, dropout, monkeypatch):
     """nn.* divides scores by sqrt(head_dim) = sqrt(embed_dim) with one head; stage 06 does
     not scale yet. So we copy nn's W_q and b_q into ours divided by sqrt(embed_dim), which
-    gives the same scores (the issue's wording: nn's W_q is ours times sqrt(embed_dim))."""
-    theirs = reference(nn.TransformerEncoderLayer, dtype)
-    ours = stage.EncoderLayer(EMBED_DIM, FF_DIM).to(dtype).eval()
+    gives the same scores (the issue's wording: nn's W_q is ours times sqrt(embed_dim)).
+    With dropout: on the attention weights, inside the FFN and on each sublayer's output
+    before the residual add, as torch.nn's layer drops."""
+    theirs, ours = layer_pair(nn.TransformerEncoderLayer, stage.EncoderLayer, dtype, dropout,
+                              monkeypatch)
     copy_encoder_layer(ours, theirs, query_scale=1 / math.sqrt(EMBED_DIM))
     x = torch.randn(2, 6, EMBED_DIM, dtype=dtype)
     padding = SRC == PAD_ID
     with torch.no_grad():
         expected = theirs(x, src_key_padding_mask=padding)
         got = ours(x, padding)
+        if dropout:
+            assert not torch.allclose(got, ours.eval()(x, padding))  # dropout did act
     real = ~padding  # nn's fast path may zero the padded rows; compare real positions
     assert (got[real] - expected[real]).abs().max() <= TOLERANCE[dtype]
 
 
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_decoder_layer_equals_nn_transformer_decoder_layer(dtype):
-    theirs = reference(nn.TransformerDecoderLayer, dtype)
-    ours = stage.DecoderLayer(EMBED_DIM, FF_DIM).to(dtype).eval()
+def test_decoder_layer_equals_nn_transformer_decoder_layer(dtype, dropout, monkeypatch):
+    theirs, ours = layer_pair(nn.TransformerDecoderLayer, stage.DecoderLayer, dtype, dropout,
+                              monkeypatch)
     copy_decoder_layer(ours, theirs, query_scale=1 / math.sqrt(EMBED_DIM))
     y, memory = torch.randn(2, 5, EMBED_DIM, dtype=dtype), torch.randn(2, 6, EMBED_DIM, dtype=dtype)
     padding = SRC == PAD_ID
@@ -57,6 +73,8 @@ def test_decoder_layer_equals_nn_transformer_decoder_layer(dtype):
     with torch.no_grad():
         expected = theirs(y, memory, tgt_mask=future, memory_key_padding_mask=padding)
         got = ours(y, memory, padding, future)
+        if dropout:
+            assert not torch.allclose(got, ours.eval()(y, memory, padding, future))
     assert (got - expected).abs().max() <= TOLERANCE[dtype]
 
 
@@ -153,41 +171,6 @@ def test_the_fixed_dropout_drops_about_p_and_scales_the_rest_by_one_over_one_min
     assert torch.equal(fixed_dropout(x, p=0.1, training=False), x)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_encoder_layer_in_train_mode_drops_where_nn_transformer_encoder_layer_does(
-        dtype, monkeypatch):
-    """Dropout on the attention weights, inside the FFN and on each sublayer's output before
-    the residual add: the same units dropped give the same output as torch.nn's layer."""
-    drop_alike(monkeypatch)
-    theirs = reference(nn.TransformerEncoderLayer, dtype, dropout=0.1).train()
-    ours = stage.EncoderLayer(EMBED_DIM, FF_DIM, dropout=0.1).to(dtype).train()
-    copy_encoder_layer(ours, theirs, query_scale=1 / math.sqrt(EMBED_DIM))
-    x = torch.randn(2, 6, EMBED_DIM, dtype=dtype)
-    padding = SRC == PAD_ID
-    with torch.no_grad():
-        expected = theirs(x, src_key_padding_mask=padding)
-        got = ours(x, padding)
-        assert not torch.allclose(got, ours.eval()(x, padding))  # dropout did act
-    assert (got - expected).abs().max() <= TOLERANCE[dtype]
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_decoder_layer_in_train_mode_drops_where_nn_transformer_decoder_layer_does(
-        dtype, monkeypatch):
-    drop_alike(monkeypatch)
-    theirs = reference(nn.TransformerDecoderLayer, dtype, dropout=0.1).train()
-    ours = stage.DecoderLayer(EMBED_DIM, FF_DIM, dropout=0.1).to(dtype).train()
-    copy_decoder_layer(ours, theirs, query_scale=1 / math.sqrt(EMBED_DIM))
-    y, memory = torch.randn(2, 5, EMBED_DIM, dtype=dtype), torch.randn(2, 6, EMBED_DIM, dtype=dtype)
-    padding = SRC == PAD_ID
-    future = torch.ones(5, 5, dtype=torch.bool).triu(1)
-    with torch.no_grad():
-        expected = theirs(y, memory, tgt_mask=future, memory_key_padding_mask=padding)
-        got = ours(y, memory, padding, future)
-        assert not torch.allclose(got, ours.eval()(y, memory, padding, future))
-    assert (got - expected).abs().max() <= TOLERANCE[dtype]
-
-
 def test_the_model_drops_embeddings_plus_positions_on_both_sides_and_nothing_else(monkeypatch):
     """The paper's dropout on the input sums, with the layers' own dropout tested above."""
     drop_alike(monkeypatch)
@@ -213,7 +196,11 @@ def test_in_eval_mode_a_dropout_model_computes_what_the_same_weights_without_dro
 
 def test_train_mode_draws_its_masks_from_torch_seed():
     """The same seed drops the same units (runs can be repeated); another seed, others."""
-    model = make_model(dropout=0.1).train()
+    check_masks_follow_torch_seed(make_model(dropout=0.1).train())
+
+
+def check_masks_follow_torch_seed(model: nn.Module) -> None:
+    """Two train-mode forwards agree under one seed and differ under another."""
     outputs = []
     for seed in (1, 1, 2):
         torch.manual_seed(seed)
