@@ -58,8 +58,14 @@ def test_endless_runs_past_one_epoch():
 
 
 @pytest.mark.timeout(10)  # the bug this guards against is a loop that never yields
+@pytest.mark.parametrize("options", [{"batch_size": 2, "shuffle": False}, {"batch_size": 2},
+                                     {"max_tokens": 100}])
+def test_a_loader_over_no_pairs_says_the_split_is_empty(options):
+    """Not torch's "num_samples should be a positive integer" from inside RandomSampler."""
+    with pytest.raises(ValueError, match="no pairs to make batches of: the split is empty"):
+        loader([], **options)
+
+
 def test_endless_over_no_batches_says_so_instead_of_looping_forever():
-    with pytest.raises(ValueError, match="no batches to train on.*empty"):
-        next(endless(loader([], batch_size=2, shuffle=False)))
     with pytest.raises(ValueError, match="no batches to train on"):
         next(endless([]))

@@ -157,9 +157,10 @@ def test_opus100_fails_at_once_when_the_hub_is_offline(monkeypatch):
     assert 'load_corpus("builtin")' in str(caught.value)
 
 
-def test_unknown_source_names_the_valid_ones():
-    with pytest.raises(ValueError, match="builtin.*opus100"):
-        load_corpus("wmt14")
+def test_a_name_that_is_no_local_path_is_a_hub_id_and_fails_at_once_offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(CorpusUnavailable, match="so wmt14 cannot be loaded"):
+        load_corpus("wmt14", config="de-en")
 
 
 def test_a_first_load_shows_no_progress_bars_and_restores_them(tmp_path, capfd):

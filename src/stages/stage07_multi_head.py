@@ -200,7 +200,8 @@ class Transformer(nn.Module):
         dropout: float = 0.0,
         max_seq_len: int = 256,
         scale_embeddings: bool = False,  # New: the paper's x sqrt(embed_dim), off by default
-        tie_embeddings: bool = False,  # New: the paper's shared target embedding and out_proj
+        tie_embeddings: bool | str = False,  # New: True: the paper's tgt_embed = out_proj;
+        # "all": src_embed too, which needs one vocabulary shared by both languages
     ):
         super().__init__()
         self.config = constructor_arguments(locals())  # what a checkpoint rebuilds it from
@@ -219,8 +220,15 @@ class Transformer(nn.Module):
         self.decoder_layers = nn.ModuleList(
             DecoderLayer(embed_dim, num_heads, ff_dim, dropout) for _ in range(num_decoder_layers))
         self.out_proj = nn.Linear(embed_dim, tgt_vocab_size)
+        if tie_embeddings not in (False, True, "all"):  # New:
+            raise ValueError(f'tie_embeddings is False, True or "all", not {tie_embeddings!r}')
+        if tie_embeddings == "all" and src_vocab_size != tgt_vocab_size:  # New:
+            raise ValueError('tie_embeddings="all" needs one vocabulary shared by source and '
+                             'target (load_data(..., shared_vocab=True))')
         if tie_embeddings:  # New: one (tgt_vocab_size, embed_dim) matrix reads and writes words
             self.out_proj.weight = self.tgt_embed.weight
+        if tie_embeddings == "all":  # New: and reads the source words as well
+            self.src_embed.weight = self.tgt_embed.weight
 
     def encode(self, src: torch.Tensor, src_padding: torch.Tensor) -> torch.Tensor:
         x = self.src_embed(src) * self.embed_scale  # (batch, src_len, embed_dim)  # New: scale

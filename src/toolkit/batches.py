@@ -6,10 +6,12 @@ from typing import NamedTuple
 import torch
 from torch.utils.data import DataLoader
 
+from toolkit.buckets import TokenBudgetSampler, pair_lengths
 from toolkit.tokens import tokenize
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 EncodedPair = tuple[list[int], list[int]]
+ENCODE_CHUNK = 10_000  # sentences per encode_batch call: fast, and memory stays flat
 
 
 class Batch(NamedTuple):
@@ -40,14 +42,24 @@ def encode_pairs(
     rows: Sequence[dict], src_vocab: Vocab, tgt_vocab: Vocab, src_lang: str = "en",
     tgt_lang: str = "de",
 ) -> list[EncodedPair]:
-    """Encode rows in the opus100 schema ({"translation": {"en": ..., "de": ...}})."""
-    pairs = []
-    for row in rows:
-        translation = row["translation"]
-        pairs.append((
-            encode_source(tokenize(translation[src_lang]), src_vocab),
-            encode_target(tokenize(translation[tgt_lang]), tgt_vocab),
-        ))
+    """Encode rows in the opus100 schema ({"translation": {"en": ..., "de": ...}}).
+
+    Each side goes to its vocabulary `ENCODE_CHUNK` sentences per `encode_batch` call, which
+    a subword vocabulary runs in Rust on every core: a million pairs take seconds.
+    """
+    pairs: list[EncodedPair] = []
+    for start in range(0, len(rows), ENCODE_CHUNK):
+        chunk = rows[start : start + ENCODE_CHUNK]  # a Dataset slices into a dict of columns
+        translations = (chunk["translation"] if isinstance(chunk, dict)
+                        else [row["translation"] for row in chunk])
+        sides = [[tokenize(t[lang]) for t in translations] for lang in (src_lang, tgt_lang)]
+        if not all(all(side) for side in sides):
+            raise ValueError("cannot encode an empty sentence: give at least one word")
+        pairs += [
+            (src + [EOS_ID], [BOS_ID] + tgt + [EOS_ID])  # framed as encode_source/_target do
+            for src, tgt in zip(src_vocab.encode_batch(sides[0]), tgt_vocab.encode_batch(sides[1]),
+                                strict=True)
+        ]
     return pairs
 
 
@@ -66,9 +78,23 @@ def collate(pairs: Sequence[EncodedPair]) -> Batch:
 
 
 def loader(
-    pairs: Sequence[EncodedPair], batch_size: int, seed: int = 0, shuffle: bool = True
+    pairs: Sequence[EncodedPair], batch_size: int | None = None, seed: int = 0,
+    shuffle: bool = True, max_tokens: int | None = None,
 ) -> DataLoader:
-    """Shuffle with our own seeded generator, so the data order is the same on every run."""
+    """Shuffle with our own seeded generator, so the data order is the same on every run.
+
+    Give `batch_size` (pairs per batch) or `max_tokens`: batches of pairs of similar length,
+    each holding at most that many source plus target tokens with their padding, as the
+    paper batched (toolkit.buckets).
+    """
+    if len(pairs) == 0:
+        raise ValueError("there are no pairs to make batches of: the split is empty")
+    if (batch_size is None) == (max_tokens is None):
+        raise ValueError("give loader either batch_size (pairs per batch) or max_tokens "
+                         "(tokens per batch), not both and not neither")
+    if max_tokens is not None:
+        sampler = TokenBudgetSampler(pair_lengths(pairs), max_tokens, seed, shuffle)
+        return DataLoader(pairs, batch_sampler=sampler, collate_fn=collate)
     generator = torch.Generator().manual_seed(seed)
     return DataLoader(
         pairs, batch_size=batch_size, shuffle=shuffle, collate_fn=collate, generator=generator

@@ -20,18 +20,16 @@ train and validation never contain them.
 """
 
 import json
-import os
 import random
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import datasets
-from huggingface_hub import HfApi, constants
-from huggingface_hub.errors import HTTPError
 
 from toolkit.grammar import NounPhrase, Sentence, noun_phrases, phenomena, random_sentence, render
+from toolkit.sources import CorpusUnavailable as CorpusUnavailable  # raised by load_corpus
+from toolkit.sources import no_progress_bars, prepare_splits, read_source
 
 SEED = 20170612  # the day "Attention Is All You Need" appeared on arXiv
 TRAIN_SIZE = 50_000
@@ -46,15 +44,6 @@ HELD_OUT_TAG = "held_out"
 
 SPLITS = ("train", "validation", "test")
 DATA_DIR = Path(__file__).resolve().parents[2] / "assets" / "data"
-
-SOURCES = ("builtin", "opus100")
-OPUS100 = ("Helsinki-NLP/opus-100", "de-en")  # the Hub dataset and its configuration
-HUB_TIMEOUT_SECONDS = 5
-
-
-class CorpusUnavailable(RuntimeError):
-    """The requested corpus cannot be loaded here; the message says what to use instead."""
-
 
 # --- Generating the built-in corpus ------------------------------------------------------
 
@@ -143,57 +132,25 @@ def write_corpus(directory: Path = DATA_DIR) -> dict[str, Path]:
 # --- Loading -----------------------------------------------------------------------------
 
 
-def load_corpus(source: str = "builtin", data_dir: Path = DATA_DIR) -> datasets.DatasetDict:
-    """Load the built-in corpus (the default, offline) or opus100 de-en from the Hub."""
+def load_corpus(
+    source: str = "builtin", data_dir: Path = DATA_DIR, *, src_lang: str = "en",
+    tgt_lang: str = "de", config: str | None = None, max_train_pairs: int | None = None,
+    dedupe: bool = False, seed: int = 0,
+) -> datasets.DatasetDict:
+    """The built-in corpus (the default, offline), or any source `toolkit.sources` reads.
+
+    "opus100" loads opus100 from the Hub; a path loads a local JSONL or TSV file or folder;
+    any other name is a Hugging Face dataset id, with its `config`. The filters are
+    `toolkit.sources.prepare_splits`.
+    """
     if source == "builtin":
         files = {split: str(Path(data_dir) / f"{split}.jsonl") for split in SPLITS}
-        with _no_progress_bars():
-            return datasets.load_dataset("json", data_files=files)
-    if source == "opus100":
-        return _load_opus100()
-    raise ValueError(f"unknown corpus source {source!r}; choose one of {', '.join(SOURCES)}")
-
-
-@contextmanager
-def _no_progress_bars() -> Iterator[None]:
-    """The first load of a fresh clone builds a cache in a second, and datasets' bars would
-    become ipywidgets in a notebook: empty offline, and output a rerun does not repeat."""
-    was_enabled = datasets.is_progress_bar_enabled()
-    datasets.disable_progress_bars()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            datasets.enable_progress_bars()
-
-
-def _unavailable(reason: str) -> CorpusUnavailable:
-    """The error for an unreachable Hub, saying how to carry on with the built-in corpus."""
-    return CorpusUnavailable(
-        f"The Hugging Face Hub is unreachable ({reason}), so opus100 cannot be loaded. "
-        'Use the built-in corpus instead: load_corpus() or load_corpus("builtin").'
-    )
-
-
-def _hub_offline() -> bool:
-    """HF_HUB_OFFLINE, read now: a notebook may set it after huggingface_hub was imported."""
-    from_environment = os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
-    return constants.HF_HUB_OFFLINE or from_environment
-
-
-def _load_opus100() -> datasets.DatasetDict:
-    """Download opus100, failing at once (not after 20 s of retries) if the Hub is away."""
-    if _hub_offline():
-        raise _unavailable("HF_HUB_OFFLINE is set")
-    name, config = OPUS100
-    try:
-        HfApi().dataset_info(name, timeout=HUB_TIMEOUT_SECONDS)
-    except (OSError, HTTPError) as err:
-        raise _unavailable(f"{type(err).__name__}: {err}") from err
-    try:
-        return datasets.load_dataset(name, config)
-    except ConnectionError as err:
-        raise _unavailable(str(err)) from err
+        with no_progress_bars():
+            splits = datasets.load_dataset("json", data_files=files)
+    else:
+        splits = read_source(source, src_lang, tgt_lang, config)
+    return prepare_splits(splits, src_lang, tgt_lang, max_train_pairs=max_train_pairs,
+                          dedupe=dedupe, seed=seed)
 
 
 def main() -> None:

@@ -1,13 +1,16 @@
-"""Everything a notebook needs from the corpus, prepared in one call."""
+"""Everything a notebook needs from a corpus, prepared in one call."""
 
 from dataclasses import dataclass
 
-from datasets import DatasetDict
+from datasets import Dataset, DatasetDict
 
 from toolkit.batches import EncodedPair, encode_pairs
 from toolkit.corpus import load_corpus
+from toolkit.subwords import SubwordVocab
 from toolkit.tokens import tokenize
 from toolkit.vocab import Vocab
+
+TOKENIZERS = ("word", "bpe")  # the course's word-level Vocab, or byte-pair-encoded subwords
 
 
 @dataclass
@@ -15,8 +18,8 @@ class CourseData:
     """The corpus splits, the vocabularies built on train only, and the encoded pairs."""
 
     splits: DatasetDict
-    src_vocab: Vocab
-    tgt_vocab: Vocab
+    src_vocab: Vocab | SubwordVocab
+    tgt_vocab: Vocab | SubwordVocab
     train: list[EncodedPair]
     validation: list[EncodedPair]
     src_lang: str = "en"
@@ -35,18 +38,63 @@ class CourseData:
         return self.splits[split]["phenomena"]
 
 
-def load_data(source: str = "builtin", src_lang: str = "en", tgt_lang: str = "de") -> CourseData:
-    """Build vocabularies from the training split only, so test words can really be unknown."""
-    splits = load_corpus(source)
-    train_rows = splits["train"]["translation"]
-    src_vocab = Vocab.build(tokenize(row[src_lang]) for row in train_rows)
-    tgt_vocab = Vocab.build(tokenize(row[tgt_lang]) for row in train_rows)
-    return CourseData(
-        splits=splits,
-        src_vocab=src_vocab,
-        tgt_vocab=tgt_vocab,
-        train=encode_pairs(splits["train"], src_vocab, tgt_vocab, src_lang, tgt_lang),
-        validation=encode_pairs(splits["validation"], src_vocab, tgt_vocab, src_lang, tgt_lang),
-        src_lang=src_lang,
-        tgt_lang=tgt_lang,
-    )
+def load_data(
+    source: str = "builtin", src_lang: str = "en", tgt_lang: str = "de", *,
+    config: str | None = None, tokenizer: str = "word", vocab_size: int | None = None,
+    shared_vocab: bool = False, max_len: int | None = None, max_train_pairs: int | None = None,
+    dedupe: bool = False, seed: int = 0,
+) -> CourseData:
+    """Build vocabularies from the training split only, so test words can really be unknown.
+
+    `source` is "builtin" (the course's corpus, the default), "opus100", a local JSONL or
+    TSV file or folder, or a Hugging Face dataset id with its `config` (toolkit.sources).
+    `max_train_pairs`, `dedupe` and `seed` choose the pairs; `tokenizer`, `vocab_size` and
+    `shared_vocab` the vocabularies (`vocab_size` counts the special tokens; BPE defaults to
+    8,000); `max_len` drops every pair with a side longer than that many tokens once encoded,
+    <bos> and <eos> included, so all pairs fit a model built with `max_seq_len=max_len`.
+    """
+    splits = load_corpus(source, src_lang=src_lang, tgt_lang=tgt_lang, config=config,
+                         max_train_pairs=max_train_pairs, dedupe=dedupe, seed=seed)
+    src_vocab, tgt_vocab = build_vocabularies(
+        splits["train"], src_lang, tgt_lang, tokenizer, vocab_size, shared_vocab)
+    encoded = {split: encode_pairs(rows, src_vocab, tgt_vocab, src_lang, tgt_lang)
+               for split, rows in splits.items()}
+    if max_len is not None:
+        splits, encoded = drop_long_pairs(splits, encoded, max_len)
+    return CourseData(splits, src_vocab, tgt_vocab, encoded["train"], encoded["validation"],
+                      src_lang, tgt_lang)
+
+
+def build_vocabularies(
+    train: Dataset, src_lang: str, tgt_lang: str, tokenizer: str = "word",
+    vocab_size: int | None = None, shared: bool = False,
+) -> tuple[Vocab | SubwordVocab, Vocab | SubwordVocab]:
+    """One vocabulary per language, or one for both sides (the paper's shared BPE)."""
+    if tokenizer not in TOKENIZERS:
+        raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
+    build = Vocab.build if tokenizer == "word" else SubwordVocab.train
+    rows = train["translation"]
+
+    def words(*langs: str):  # a generator, so a million sentences never sit in memory as words
+        return (tokenize(row[lang]) for lang in langs for row in rows)
+
+    if shared:
+        vocab = build(words(src_lang, tgt_lang), max_size=vocab_size)
+        return vocab, vocab
+    return build(words(src_lang), max_size=vocab_size), build(words(tgt_lang), max_size=vocab_size)
+
+
+def drop_long_pairs(
+    splits: DatasetDict, encoded: dict[str, list[EncodedPair]], max_len: int
+) -> tuple[DatasetDict, dict[str, list[EncodedPair]]]:
+    """Keep the pairs whose both sides fit in `max_len` tokens, and say how many went."""
+    if max_len < 3:
+        raise ValueError(f"max_len={max_len} leaves no room for a word between <bos> and <eos>")
+    kept_splits, kept_pairs = {}, {}
+    for split, pairs in encoded.items():
+        keep = [i for i, (src, tgt) in enumerate(pairs) if max(len(src), len(tgt)) <= max_len]
+        print(f"{split}: dropped {len(pairs) - len(keep):,} of {len(pairs):,} pairs longer "
+              f"than max_len={max_len} tokens")
+        kept_splits[split] = splits[split].select(keep)
+        kept_pairs[split] = [pairs[i] for i in keep]
+    return DatasetDict(kept_splits), kept_pairs

@@ -18,11 +18,21 @@ class Vocab:
             raise ValueError("a vocabulary cannot list the same token twice")
 
     @classmethod
-    def build(cls, sentences: Iterable[list[str]], min_count: int = 1) -> "Vocab":
-        """Order by frequency, then alphabetically: never by set order, which changes per run."""
+    def build(
+        cls, sentences: Iterable[list[str]], min_count: int = 1, max_size: int | None = None
+    ) -> "Vocab":
+        """Order by frequency, then alphabetically: never by set order, which changes per run.
+
+        `max_size` counts the special tokens too and keeps the most frequent words, so a
+        corpus of a million sentences gives an output layer of a size you chose.
+        """
+        if max_size is not None and max_size <= len(SPECIALS):
+            raise ValueError(f"max_size must leave room for words after the {len(SPECIALS)} "
+                             f"special tokens; got {max_size}")
         counts = Counter(token for sentence in sentences for token in sentence)
         ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-        return cls(token for token, count in ranked if count >= min_count)
+        kept = [token for token, count in ranked if count >= min_count]
+        return cls(kept if max_size is None else kept[: max_size - len(SPECIALS)])
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -30,6 +40,10 @@ class Vocab:
     def encode(self, tokens: list[str]) -> list[int]:
         """Unknown words become <unk> instead of failing, so any sentence can be translated."""
         return [self.stoi.get(token, UNK_ID) for token in tokens]
+
+    def encode_batch(self, sentences: Iterable[list[str]]) -> list[list[int]]:
+        """Many sentences at once, the call a subword vocabulary makes fast (toolkit.subwords)."""
+        return [self.encode(tokens) for tokens in sentences]
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         """Read a model's output up to <eos>, leaving out the tokens that carry no words."""

@@ -1,0 +1,90 @@
+"""Subword vocabulary: byte-pair encoding from Hugging Face `tokenizers`, behind `Vocab`'s contract.
+
+A word-level vocabulary can only turn a word it never saw into `<unk>`. Byte-pair encoding
+(Sennrich et al., 2016, "Neural Machine Translation of Rare Words with Subword Units"; the
+paper's choice) starts from characters and learns to merge the most frequent neighbouring
+pair, again and again, until the vocabulary has the size you asked for. Frequent words end
+up whole, rare ones as a few pieces, so almost any word can be written down.
+
+As in the classic pipeline (words first, then BPE inside each word), `SubwordVocab` reads
+the words `toolkit.tokens.tokenize` makes and never merges across them: `encode` takes a
+list of words and `decode` gives a list of words back, exactly as `Vocab` does, so batches,
+decoding and BLEU work unchanged. A piece that starts a word carries the marker "▁"
+(`tokenizers`' Metaspace, as in SentencePiece); `pieces` shows them.
+"""
+
+from collections.abc import Iterable
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK
+
+WORD_START = "▁"  # U+2581, marks a piece that begins a word
+DEFAULT_SIZE = 8_000
+
+
+class SubwordVocab:
+    """Maps words to subword ids, `<pad>`, `<unk>`, `<bos>`, `<eos>` at ids 0-3 as in `Vocab`."""
+
+    def __init__(self, tokenizer: Tokenizer):
+        self.tokenizer = tokenizer
+        if [tokenizer.id_to_token(i) for i in range(len(SPECIALS))] != list(SPECIALS):
+            raise ValueError(f"a subword vocabulary must start with {', '.join(SPECIALS)}")
+
+    @classmethod
+    def train(cls, sentences: Iterable[list[str]], max_size: int | None = None) -> "SubwordVocab":
+        """Learn merges from tokenized training sentences until there are `max_size` tokens."""
+        size = DEFAULT_SIZE if max_size is None else max_size
+        if size <= len(SPECIALS):
+            raise ValueError(f"max_size must leave room for pieces after the {len(SPECIALS)} "
+                             f"special tokens; got {max_size}")
+        tokenizer = Tokenizer(models.BPE(unk_token=UNK))
+        # Sentences arrive as words joined by spaces: Metaspace splits there and marks each
+        # word's first piece, so no merge ever crosses two words.
+        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(WORD_START, prepend_scheme="always")
+        tokenizer.decoder = decoders.Metaspace(WORD_START, prepend_scheme="always")
+        trainer = trainers.BpeTrainer(
+            vocab_size=size, special_tokens=list(SPECIALS), show_progress=False)
+        tokenizer.train_from_iterator((" ".join(words) for words in sentences), trainer=trainer)
+        return cls(tokenizer)
+
+    @classmethod
+    def from_json(cls, text: str) -> "SubwordVocab":
+        """Rebuild a saved vocabulary (what a checkpoint stores)."""
+        return cls(Tokenizer.from_str(text))
+
+    def to_json(self) -> str:
+        """Everything the tokenizer knows, merges included, as one string."""
+        return self.tokenizer.to_str()
+
+    def __len__(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def encode(self, tokens: list[str]) -> list[int]:
+        """A word the vocabulary never saw becomes pieces; only an unseen character is <unk>."""
+        return self.tokenizer.encode(tokens, is_pretokenized=True).ids
+
+    def encode_batch(self, sentences: Iterable[list[str]]) -> list[list[int]]:
+        """Many sentences in one call, which `tokenizers` spreads over every core."""
+        encodings = self.tokenizer.encode_batch(list(sentences), is_pretokenized=True)
+        return [encoding.ids for encoding in encodings]
+
+    def pieces(self, ids: Iterable[int]) -> list[str]:
+        """The subwords themselves, word starts marked with "▁": what the model reads."""
+        return [self.tokenizer.id_to_token(int(index)) for index in ids]
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        """Join pieces back into words, up to <eos>: the same output `Vocab.decode` gives."""
+        words: list[str] = []
+        for index in ids:
+            index = int(index)
+            if index == EOS_ID:
+                break
+            if index in (PAD_ID, BOS_ID):
+                continue
+            piece = self.tokenizer.id_to_token(index)
+            if piece.startswith(WORD_START) or not words:
+                words.append(piece.removeprefix(WORD_START))
+            else:
+                words[-1] += piece
+        return [word for word in words if word]  # a lone "▁" whose character was <unk>
