@@ -7,6 +7,7 @@ from stages import stage04_positional_encoding as stage04
 from stages import stage07_multi_head as stage07
 from toolkit.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
 from toolkit.decoding import translate
+from toolkit.subwords import SubwordVocab
 from toolkit.vocab import BOS_ID, EOS_ID, Vocab
 
 SRC_VOCAB = Vocab.build([["the", "dog", "sees", "a", "cat"], ["the", "cat", "runs"]])
@@ -133,3 +134,53 @@ def test_vocabularies_the_model_was_not_built_for_are_refused_at_save(tmp_path):
     with pytest.raises(ValueError, match="vocabularies it was trained on"):
         save_checkpoint(tmp_path / "model.pt", model, TGT_VOCAB, SRC_VOCAB)
     assert list(tmp_path.iterdir()) == []
+
+
+# --- Subword vocabularies ------------------------------------------------------------------
+
+BPE_CORPUS = [["the", "dog", "sees", "a", "cat", "."], ["der", "Hund", "sieht", "eine", "Katze"],
+              ["the", "cat", "runs", "."], ["die", "Katze", "läuft", "."]] * 5
+
+
+def test_a_subword_checkpoint_loads_back_with_its_shared_tokenizer_and_translates_the_same(
+        tmp_path):
+    vocab = SubwordVocab.train(BPE_CORPUS, max_size=40)
+    torch.manual_seed(0)
+    model = stage07.Transformer(len(vocab), len(vocab), tie_embeddings="all", **CONFIG)
+    for parameter in model.parameters():
+        parameter.data.normal_(std=0.5)
+    loaded = load_checkpoint(save_checkpoint(tmp_path / "bpe.pt", model, vocab, vocab))
+    assert loaded.src_vocab is loaded.tgt_vocab and loaded.src_vocab.to_json() == vocab.to_json()
+    embeddings = (loaded.model.src_embed.weight, loaded.model.tgt_embed.weight,
+                  loaded.model.out_proj.weight)
+    assert all(weight is embeddings[0] for weight in embeddings)  # still one tied matrix
+    sentences = SENTENCES + ["the zebra sees a dog"]  # "zebra": pieces, not one <unk>
+    assert translate(loaded.model, sentences, loaded.src_vocab, loaded.tgt_vocab) == \
+        translate(model, sentences, vocab, vocab)
+
+
+def test_separate_subword_vocabularies_come_back_separate(tmp_path):
+    src_vocab = SubwordVocab.train(BPE_CORPUS[0::2], max_size=30)
+    tgt_vocab = SubwordVocab.train(BPE_CORPUS[1::2], max_size=32)
+    model = stage07.Transformer(len(src_vocab), len(tgt_vocab), **CONFIG)
+    loaded = load_checkpoint(save_checkpoint(tmp_path / "two.pt", model, src_vocab, tgt_vocab))
+    assert loaded.src_vocab.to_json() == src_vocab.to_json()
+    assert loaded.tgt_vocab.to_json() == tgt_vocab.to_json()
+    assert loaded.src_vocab.encode(["Katze"]) != loaded.tgt_vocab.encode(["Katze"])
+
+
+def test_a_version_2_checkpoint_with_word_lists_still_loads(saved, tmp_path):
+    model, path = saved
+    payload = torch.load(path, weights_only=True)
+    payload.update(version=2, src_vocab=list(SRC_VOCAB.itos), tgt_vocab=list(TGT_VOCAB.itos))
+    torch.save(payload, tmp_path / "old.pt")
+    loaded = load_checkpoint(tmp_path / "old.pt")
+    assert loaded.src_vocab.itos == SRC_VOCAB.itos and loaded.tgt_vocab.itos == TGT_VOCAB.itos
+
+
+def test_a_damaged_subword_tokenizer_is_named(saved, tmp_path):
+    payload = torch.load(saved[1], weights_only=True)
+    payload["src_vocab"] = {"kind": "bpe", "tokenizer": "{not json"}
+    torch.save(payload, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match="vocabulary that cannot be rebuilt"):
+        load_checkpoint(tmp_path / "bad.pt")

@@ -42,6 +42,16 @@ def test_a_changed_stage_module_is_reported_stale(monkeypatch):
     assert ladder.stale_stages(committed) == [2]
 
 
+def test_only_runs_on_other_data_depend_on_the_code_that_reads_it(monkeypatch):
+    """A subword run goes stale when toolkit.subwords changes; the word-level ladder does not."""
+    bpe = ablation.SUBWORD_DATA
+    words, subwords = ladder.toolkit_hash(), ladder.toolkit_hash(bpe)
+    assert words != subwords
+    monkeypatch.setattr(ladder, "REAL_TEXT_CODE", ("corpus", "sources", "buckets"))
+    assert (ladder.toolkit_hash(), ladder.toolkit_hash(bpe)) == (words, ladder.toolkit_hash(bpe))
+    assert ladder.toolkit_hash(bpe) != subwords
+
+
 def test_the_table_puts_a_live_run_beside_its_committed_rung_and_the_spread():
     runs = ladder.load_runs()
     live = dataclasses.replace(ladder.load_ladder()[1], exact_match=99.0)
@@ -91,12 +101,14 @@ def test_the_readme_ablation_table_is_the_committed_ablation():
 
 def test_the_ablation_covers_every_variant_and_seed_on_one_budget_and_is_not_stale():
     rows = ablation.load_ablation()
-    assert list(rows) == list(ablation.VARIANTS) + list(ablation.LADDER_VARIANTS)
+    assert list(rows) == [*ablation.VARIANTS, *ablation.LADDER_VARIANTS, *ablation.DATA_VARIANTS]
     assert all(sorted(r.seed for r in runs) == list(SEEDS) for runs in rows.values())
     assert {(r.steps, r.batch_size) for name in ablation.VARIANTS for r in rows[name]} == {
         (ablation.PAPER.steps, ablation.PAPER.batch_size)}
-    assert {(r.steps, r.batch_size) for name in ablation.LADDER_VARIANTS
+    assert {(r.steps, r.batch_size) for name in [*ablation.LADDER_VARIANTS,
+                                                 *ablation.DATA_VARIANTS]
             for r in rows[name]} == {(STEPS, BATCH_SIZE)}
+    assert {r.data["tokenizer"] for r in rows[ablation.SUBWORDS]} == {"bpe"}
     stale = [name for name, runs in rows.items() if any(ladder.is_stale(r) for r in runs)]
     assert stale == [], "run make ablation"
 

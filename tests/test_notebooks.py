@@ -17,12 +17,13 @@ def code_cells(path: Path) -> list[dict]:
 
 def test_the_course_has_its_notebooks():
     names = [path.name for path in NOTEBOOKS]
-    assert names[:12] == ["00_data_and_tokens.ipynb", "01_naive_attention.ipynb",
+    assert names == ["00_data_and_tokens.ipynb", "01_naive_attention.ipynb",
                           "02_batching.ipynb", "03_masking.ipynb",
                           "04_positional_encoding.ipynb", "05_stacking.ipynb",
                           "06_ffn_layernorm.ipynb", "07_multi_head.ipynb",
                           "08_from_scratch_to_torch_nn.ipynb", "09_bug_zoo.ipynb",
-                          "10_training_like_the_paper.ipynb", "11_scaling_out.ipynb"]
+                          "10_training_like_the_paper.ipynb", "11_scaling_out.ipynb",
+                          "12_real_text.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)

@@ -317,6 +317,33 @@ def test_tied_embeddings_are_one_matrix_that_trains_as_one():
     assert model.out_proj.weight is model.tgt_embed.weight  # still shared after a step
 
 
+def test_tying_all_shares_one_matrix_between_source_target_and_output():
+    """The paper's shared vocabulary: one (vocab, embed_dim) matrix read and written three ways."""
+    torch.manual_seed(0)
+    model = stage.Transformer(30, 30, EMBED_DIM, NUM_HEADS, LAYERS, LAYERS, FF_DIM,
+                              tie_embeddings="all").train()
+    assert model.src_embed.weight is model.tgt_embed.weight is model.out_proj.weight
+    torch.manual_seed(0)
+    untied = stage.Transformer(30, 30, EMBED_DIM, NUM_HEADS, LAYERS, LAYERS, FF_DIM)
+    assert sum(p.numel() for p in model.parameters()) == \
+        sum(p.numel() for p in untied.parameters()) - 2 * 30 * EMBED_DIM
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = model.src_embed.weight.detach().clone()
+    model(SRC, TGT).sum().backward()
+    optimizer.step()
+    assert model.src_embed.weight is model.out_proj.weight  # still shared after a step
+    assert not torch.equal(model.src_embed.weight, before)  # and the step reached it
+
+
+@pytest.mark.parametrize(("sizes", "tie", "message"), [
+    ((30, 31), "all", "one vocabulary shared by source and target"),
+    ((30, 30), "source", 'False, True or "all"'),
+])
+def test_tying_asks_for_what_it_needs(sizes, tie, message):
+    with pytest.raises(ValueError, match=message):
+        stage.Transformer(*sizes, EMBED_DIM, NUM_HEADS, tie_embeddings=tie)
+
+
 def test_the_paper_options_still_compute_what_nn_transformer_computes():
     from toolkit.from_torch_nn import TorchNNTranslator
 

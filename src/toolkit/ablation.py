@@ -5,12 +5,15 @@ paper's full recipe (`recipes.PAPER`), then without each option in turn: the sam
 every row, and every row on each seed of `recipes.SEEDS` (the seed sets the initial weights,
 the order of the pairs and the dropout masks), so a difference can be read against the spread
 between seeds. It also trains stage 07 on the ladder's recipe with unscaled attention scores,
-for notebook 07. Two runs go at a time, one thread each. It writes `assets/ablation.json`,
+for notebook 07, and on subwords instead of words for notebook 12.
+`python -m toolkit.ablation "ROW NAME" ...` recomputes only the named rows. Two runs go at a
+time, one thread each. It writes `assets/ablation.json`,
 whose rows carry the same hashes as the ladder's rungs, so numbers computed on other code
 show as stale.
 """
 
 import json
+import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -50,6 +53,10 @@ VARIANTS = {
 # Notebook 07: the 1/sqrt(head_dim) scale measured alone, on the ladder's recipe and budget.
 UNSCALED = "stage 07, scores not divided by sqrt(head_dim)"
 LADDER_VARIANTS = {UNSCALED: replace(RECIPES[7], attention_scale=1.0)}
+# Notebook 12: stage 07 on the ladder's recipe and budget, reading subwords instead of words.
+SUBWORDS = "stage 07, BPE subwords (300, shared)"
+SUBWORD_DATA = {"tokenizer": "bpe", "vocab_size": 300, "shared_vocab": True}
+DATA_VARIANTS = {SUBWORDS: (RECIPES[7], SUBWORD_DATA)}  # name -> (recipe, load_data options)
 
 
 def load_ablation(path: Path = ABLATION_PATH) -> dict[str, list[Rung]]:
@@ -85,11 +92,26 @@ def markdown_table(rows: dict[str, list[Rung]]) -> str:
                                f"column is the change in mean exact match.")
 
 
-def main() -> None:
-    """Run every variant on every seed (about 3 minutes a run, two at a time); write the table."""
-    jobs = [(7, recipe, name) for variants in (VARIANTS, LADDER_VARIANTS)
-            for name, base in variants.items() for recipe in ladder.with_seeds(base)]
-    runs = ladder.train_all(jobs)
+def jobs(names: list[str]) -> list[ladder.Job]:
+    """Every seed of the named rows, in the order the file keeps them."""
+    recipes = {**VARIANTS, **LADDER_VARIANTS}
+    return [(7, recipe, name) if name in recipes else (7, recipe, name, DATA_VARIANTS[name][1])
+            for name in names
+            for recipe in ladder.with_seeds(recipes.get(name) or DATA_VARIANTS[name][0])]
+
+
+def main(names: list[str]) -> None:
+    """Run the named rows (all by default) on every seed, about 3 minutes a run, two at a time,
+    merged into the committed file; write the table."""
+    every = [*VARIANTS, *LADDER_VARIANTS, *DATA_VARIANTS]
+    unknown = sorted(set(names) - set(every))
+    if unknown:
+        raise SystemExit(f"no ablation rows named {unknown}; the rows are: {every}")
+    names = names or every
+    fresh = ladder.train_all(jobs(names))
+    kept = {name: runs for name, runs in load_ablation().items() if name not in names}
+    runs = [run for name in every for run in
+            (kept.get(name, []) + [r for r in fresh if r.title == name])]
     ABLATION_PATH.write_text(json.dumps({"rows": [asdict(run) for run in runs]}, indent=1,
                                         ensure_ascii=False) + "\n")
     print(table(load_ablation()).to_string())
@@ -98,4 +120,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

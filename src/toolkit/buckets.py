@@ -36,7 +36,7 @@ class TokenBudgetSampler(Sampler[list[int]]):
     ):
         if max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
-        self.lengths = np.asarray(lengths, dtype=np.int64)  # (pairs, 2): source, target
+        self.lengths = np.asarray(lengths, dtype=np.int64).reshape(-1, 2)  # (pairs, 2): src, tgt
         self.max_tokens, self.seed, self.shuffle = max_tokens, seed, shuffle
         self.epoch = 0
         # The sorted sequence of lengths is the same whatever order ties take, so the cuts
@@ -50,6 +50,8 @@ class TokenBudgetSampler(Sampler[list[int]]):
 
     def batches(self, epoch: int) -> list[np.ndarray]:
         """The batches of one epoch, as arrays of pair indices."""
+        if len(self.lengths) == 0:
+            return []
         rng = np.random.default_rng([self.seed, epoch])  # one independent stream per epoch
         order = np.arange(len(self.lengths))
         if self.shuffle:
@@ -66,7 +68,7 @@ class TokenBudgetSampler(Sampler[list[int]]):
             yield batch.tolist()
 
     def __len__(self) -> int:
-        return len(self.cuts) + 1
+        return len(self.cuts) + 1 if len(self.lengths) else 0
 
 
 def _by_length(lengths: np.ndarray) -> np.ndarray:

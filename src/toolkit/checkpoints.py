@@ -4,9 +4,9 @@ Weights alone are not enough to translate again: the ids mean nothing without th
 vocabularies, and the weights fit only the model they came from. So a checkpoint holds the
 stage module, the arguments the model recorded when it was built (`model.config`: a setting
 that leaves every shape alone, such as `scale_embeddings`, would otherwise load silently
-into the wrong model), both vocabularies and the state_dict, in one file. It holds only
-tensors, strings and numbers, so it loads with `torch.load(..., weights_only=True)`, which
-never runs code from the file.
+into the wrong model), both vocabularies (word lists, or a subword tokenizer as its JSON)
+and the state_dict, in one file. It holds only tensors, strings and numbers, so it loads
+with `torch.load(..., weights_only=True)`, which never runs code from the file.
 """
 
 import importlib
@@ -16,9 +16,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from toolkit.subwords import SubwordVocab
 from toolkit.vocab import Vocab
 
-FORMAT, VERSION = "transformer-stages checkpoint", 2
+FORMAT, VERSION = "transformer-stages checkpoint", 3
+READABLE_VERSIONS = (2, 3)  # version 2 held word vocabularies only, as lists of tokens
 
 
 class CheckpointError(ValueError):
@@ -30,12 +32,15 @@ class Checkpoint:
     """A translator ready to use: the model (in eval mode) and the vocabularies it reads."""
 
     model: nn.Module
-    src_vocab: Vocab
-    tgt_vocab: Vocab
+    src_vocab: Vocab | SubwordVocab
+    tgt_vocab: Vocab | SubwordVocab
     config: dict  # the arguments the model was built with (model.config)
 
 
-def save_checkpoint(path: str | Path, model: nn.Module, src_vocab: Vocab, tgt_vocab: Vocab) -> Path:
+def save_checkpoint(
+    path: str | Path, model: nn.Module, src_vocab: Vocab | SubwordVocab,
+    tgt_vocab: Vocab | SubwordVocab,
+) -> Path:
     """Write everything a restart needs; write-then-rename, so a crash leaves no half file."""
     stage = type(model).__module__
     if not stage.startswith("stages."):
@@ -53,8 +58,8 @@ def save_checkpoint(path: str | Path, model: nn.Module, src_vocab: Vocab, tgt_vo
         "version": VERSION,
         "stage": stage,
         "config": config,
-        "src_vocab": list(src_vocab.itos),
-        "tgt_vocab": list(tgt_vocab.itos),
+        "src_vocab": _vocab_entry(src_vocab),
+        "tgt_vocab": _vocab_entry(tgt_vocab),
         "state_dict": {name: t.detach().cpu() for name, t in model.state_dict().items()},
     }
     partial = path.with_name(path.name + ".partial")
@@ -86,16 +91,16 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Che
             f"{FORMAT!r}). A bare state_dict loads with "
             f"model.load_state_dict(torch.load(path, weights_only=True)) into a model you build"
         )
-    if payload.get("version") != VERSION:
+    if payload.get("version") not in READABLE_VERSIONS:
         raise CheckpointError(
             f"{path} has checkpoint version {payload.get('version')}; this code reads "
-            f"version {VERSION}: load it with the version of the course that wrote it"
+            f"versions {READABLE_VERSIONS}: load it with the version of the course that wrote it"
         )
     if not str(payload["stage"]).startswith("stages."):
         raise CheckpointError(f"{path} names {payload['stage']!r}, which is not a stage module")
-    src_vocab, tgt_vocab = Vocab(payload["src_vocab"]), Vocab(payload["tgt_vocab"])
-    if (src_vocab.itos, tgt_vocab.itos) != (payload["src_vocab"], payload["tgt_vocab"]):
-        raise CheckpointError(f"{path} holds a vocabulary whose special tokens are out of place")
+    src_vocab = _vocab_from(payload["src_vocab"], path)
+    tgt_vocab = (src_vocab if payload["tgt_vocab"] == payload["src_vocab"]  # one shared vocabulary
+                 else _vocab_from(payload["tgt_vocab"], path))
     stage = importlib.import_module(payload["stage"])
     config = payload["config"]
     if (config.get("src_vocab_size"), config.get("tgt_vocab_size")) != (
@@ -110,3 +115,25 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Che
             f"{config}: {err}"
         ) from err
     return Checkpoint(model.to(device).eval(), src_vocab, tgt_vocab, config)
+
+
+def _vocab_entry(vocab: Vocab | SubwordVocab) -> dict:
+    """A vocabulary as strings only, so the checkpoint still loads with weights_only."""
+    if isinstance(vocab, SubwordVocab):
+        return {"kind": "bpe", "tokenizer": vocab.to_json()}
+    return {"kind": "word", "tokens": list(vocab.itos)}
+
+
+def _vocab_from(entry: dict | list, path: Path) -> Vocab | SubwordVocab:
+    """Rebuild a saved vocabulary, checking the special tokens kept their ids."""
+    if isinstance(entry, list):  # version 2
+        entry = {"kind": "word", "tokens": entry}
+    try:
+        if entry["kind"] == "bpe":
+            return SubwordVocab.from_json(entry["tokenizer"])
+        vocab = Vocab(entry["tokens"])
+    except Exception as err:  # a missing key, or a tokenizer JSON `tokenizers` rejects
+        raise CheckpointError(f"{path} holds a vocabulary that cannot be rebuilt: {err}") from err
+    if vocab.itos != entry["tokens"]:
+        raise CheckpointError(f"{path} holds a vocabulary whose special tokens are out of place")
+    return vocab

@@ -15,7 +15,7 @@ import sys
 import textwrap
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -44,6 +44,8 @@ TABLE_END = "<!-- end of ladder table -->"
 # The toolkit modules whose code changes the numbers: data, training, decoding, scoring.
 TRAINING_CODE = ("tokens", "vocab", "batches", "data", "stage_api", "objectives", "training",
                  "recipes", "decoding", "metrics", "evaluation")
+# Runs on data other than load_data()'s default also depend on the code that reads it.
+REAL_TEXT_CODE = ("corpus", "sources", "subwords", "buckets")
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class Rung:
     corpus_sha256: str
     toolkit_sha256: str
     seed: int = 0
+    data: dict = field(default_factory=dict)  # load_data's options, when not its defaults
 
 
 def stage_module(number: int) -> ModuleType:
@@ -88,16 +91,20 @@ def corpus_hash() -> str:
     return sha256_of(list(DATA_DIR.glob("*.jsonl")))
 
 
-def toolkit_hash() -> str:
+def toolkit_hash(data: dict | None = None) -> str:
     folder = Path(__file__).resolve().parent
-    return sha256_of([folder / f"{name}.py" for name in TRAINING_CODE])
+    code = TRAINING_CODE + (REAL_TEXT_CODE if data else ())
+    return sha256_of([folder / f"{name}.py" for name in code])
 
 
 def rung(
     number: int, model: nn.Module, history: History, validation_loss: float, report: Report,
-    recipe: Recipe | None = None, title: str | None = None,
+    recipe: Recipe | None = None, title: str | None = None, data: dict | None = None,
 ) -> Rung:
-    """Gather a finished run into its rung of the ladder (or a row of another comparison)."""
+    """Gather a finished run into its rung of the ladder (or a row of another comparison).
+
+    `data` names the load_data options the run used, when they are not the defaults.
+    """
     recipe = recipe or RECIPES[number]
     return Rung(
         stage=number, title=title or stage_info(number).title,
@@ -108,7 +115,7 @@ def rung(
         bleu=round(report.bleu, 2), bleu_signature=report.bleu_signature,
         per_phenomenon={k: round(v, 2) for k, v in report.per_phenomenon.items()},
         stage_sha256=stage_hash(number), corpus_sha256=corpus_hash(),
-        toolkit_sha256=toolkit_hash(), seed=recipe.seed,
+        toolkit_sha256=toolkit_hash(data), seed=recipe.seed, data=dict(data or {}),
     )
 
 
@@ -130,8 +137,12 @@ def build(number: int, data: CourseData, recipe: Recipe) -> nn.Module:
 
 
 def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
-          recipe: Recipe | None = None, title: str | None = None) -> Rung:
-    """Train one stage with its recipe (or another) and score it on the test split."""
+          recipe: Recipe | None = None, title: str | None = None,
+          data_options: dict | None = None) -> Rung:
+    """Train one stage with its recipe (or another) and score it on the test split.
+
+    `data_options` are the load_data options that made `data`, recorded in the rung.
+    """
     stage, recipe = stage_module(number), recipe or RECIPES[number]
     model = build(number, data, recipe)
     batches = endless(loader(data.train, recipe.batch_size, seed=recipe.seed))
@@ -140,7 +151,7 @@ def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
     validation = loader(data.validation, batch_size=100, shuffle=False)
     validation_loss = evaluate_loss(model, stage.objective, validation, device)
     report, _ = evaluate(model, data, "test", device)
-    return rung(number, model, history, validation_loss, report, recipe, title)
+    return rung(number, model, history, validation_loss, report, recipe, title, data_options)
 
 
 def load_runs(path: Path = LADDER_PATH, key: str = "rungs") -> list[Rung]:
@@ -158,16 +169,20 @@ def load_ladder(path: Path = LADDER_PATH, seed: int = RECIPES[1].seed) -> dict[i
     return {run.stage: run for run in load_runs(path) if run.seed == seed}
 
 
-def train_all(jobs: list[tuple[int, Recipe, str | None]]) -> list[Rung]:
-    """Run (stage, recipe, title) jobs two at a time, one thread each: two cores, used fairly."""
+Job = tuple[int, Recipe, str | None] | tuple[int, Recipe, str | None, dict]
+
+
+def train_all(jobs: list[Job]) -> list[Rung]:
+    """Run (stage, recipe, title[, load_data options]) jobs two at a time, one thread each."""
     with ProcessPoolExecutor(2) as pool:
         return list(pool.map(_climb_on_one_thread, jobs))
 
 
-def _climb_on_one_thread(job: tuple[int, Recipe, str | None]) -> Rung:
+def _climb_on_one_thread(job: Job) -> Rung:
     torch.set_num_threads(1)
-    number, recipe, title = job
-    return climb(number, load_data(), "cpu", recipe, title)
+    number, recipe, title, *data_options = job
+    options = data_options[0] if data_options else {}
+    return climb(number, load_data(**options), "cpu", recipe, title, options)
 
 
 def with_seeds(recipe: Recipe, seeds: Iterable[int] = SEEDS) -> list[Recipe]:
@@ -177,7 +192,7 @@ def with_seeds(recipe: Recipe, seeds: Iterable[int] = SEEDS) -> list[Recipe]:
 def is_stale(entry: Rung) -> bool:
     """True if its stage module, the corpus or the training code changed since it was run."""
     return (entry.stage_sha256, entry.corpus_sha256, entry.toolkit_sha256) != (
-        stage_hash(entry.stage), corpus_hash(), toolkit_hash())
+        stage_hash(entry.stage), corpus_hash(), toolkit_hash(entry.data))
 
 
 def stale_stages(ladder: dict[int, Rung] | list[Rung]) -> list[int]:

@@ -9,9 +9,9 @@ opus100 row schema, `{"translation": {"en": ..., "de": ...}}`:
 - `"opus100"`, or any Hugging Face dataset id with a `translation` column and its
   configuration (often the language pair), downloaded by `datasets`.
 
-A corpus with no validation or test split gets them carved from train, by seed. Nothing
-is dropped silently: every filter prints what it removed, and a bad row stops the load
-with the file and line to fix.
+A corpus with no validation or test split gets them carved from train, by seed, with no
+pair in two splits. Nothing is dropped silently: every filter prints what it removed, and
+a bad row stops the load with the file and line to fix.
 """
 
 import json
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import datasets
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 from huggingface_hub import HfApi, constants
 from huggingface_hub.errors import HTTPError
@@ -30,6 +31,7 @@ OPUS100 = "Helsinki-NLP/opus-100"
 HUB_TIMEOUT_SECONDS = 5
 SPLITS = ("train", "validation", "test")
 FORMATS = {".jsonl": "json", ".json": "json", ".tsv": "csv"}  # file suffix -> datasets builder
+JSON_WHITESPACE = " \t\r\n"  # what JSON skips between values; a no-break space is no blank
 CARVED_SIZE = 1_000  # pairs carved for validation and for test, at most a twentieth of train
 
 
@@ -61,7 +63,7 @@ def read_source(
     path = Path(source).expanduser()
     if path.exists():
         return _read_local(path, src_lang, tgt_lang)
-    if path.suffix in FORMATS or source.startswith((".", "/", "~")):
+    if path.suffix in FORMATS or source.startswith((".", "/", "~")) or source.count("/") > 1:
         raise FileNotFoundError(f"no corpus file or folder at {path}: check the path")
     if source == "opus100":
         source, config = OPUS100, config or "-".join(sorted((src_lang, tgt_lang)))
@@ -79,8 +81,15 @@ def _read_local(path: Path, src_lang: str, tgt_lang: str) -> datasets.DatasetDic
     if path.is_file():
         files = {"train": path}
     else:
-        files = {split: file for split in SPLITS for file in sorted(path.glob(f"{split}.*"))
-                 if file.suffix in FORMATS}
+        files = {}
+        for split in SPLITS:
+            found = [path / f"{split}{suffix}" for suffix in FORMATS
+                     if (path / f"{split}{suffix}").is_file()]
+            if len(found) > 1:
+                raise CorpusError(f"{path} holds {' and '.join(file.name for file in found)}: "
+                                  f"keep one file per split")
+            if found:
+                files[split] = found[0]
         if "train" not in files:
             raise CorpusError(f"{path} holds no train.jsonl or train.tsv: a corpus folder "
                               f"needs a training split")
@@ -94,30 +103,83 @@ def _read_local(path: Path, src_lang: str, tgt_lang: str) -> datasets.DatasetDic
 
 
 def _read_file(file: Path, src_lang: str, tgt_lang: str) -> datasets.Dataset:
-    """Load one file with datasets; if it fails, find the line that made it fail."""
+    """Load one file with datasets; if it fails, or a row is bad, find the line to blame.
+
+    The fast path is datasets' own parser and one vectorised check; only a file with a
+    problem is read again, line by line, so good files load at the library's speed.
+    """
     tsv = file.suffix == ".tsv"
-    options = {"sep": "\t", "quoting": 3} if tsv else {}  # 3 = QUOTE_NONE: quotes are text
+    if tsv:
+        header = _tsv_header(file, src_lang, tgt_lang)
+        # Every column is text, even "1" or "NA" ("NA" would be a missing value to pandas),
+        # and quotes are text too (3 = QUOTE_NONE).
+        options = {"sep": "\t", "quoting": 3, "na_filter": False, "keep_default_na": False,
+                   "features": datasets.Features({name: datasets.Value("string")
+                                                  for name in header})}
+    else:
+        # Otherwise datasets stores as JSON, not as text columns, a field that is text in
+        # one row and a number in another, or translations with a third language on some rows.
+        options = {"on_mixed_types": None}
     try:
-        with no_progress_bars():
+        with no_progress_bars(), _datasets_quiet():
             rows = datasets.load_dataset(FORMATS[file.suffix], data_files=str(file),
                                          split="train", **options)
     except Exception as err:  # pyarrow and pandas word parse errors in many ways
-        raise _first_bad_line(file, src_lang, tgt_lang) from err
+        raise _first_bad_line(file, src_lang, tgt_lang) or CorpusError(
+            f"{file}: datasets could not read it ({_first_line_of(err)}), and no line stands "
+            f"out; check that it is JSONL in the opus100 schema or a TSV with a header") from err
     if tsv:
-        rows = _tsv_as_translations(rows, file, src_lang, tgt_lang)
-    _check_rows(rows, src_lang, tgt_lang, where=str(file), file=file)
+        rows = _tsv_as_translations(rows, src_lang, tgt_lang)
+    try:
+        _check_rows(rows, src_lang, tgt_lang, where=str(file))
+    except CorpusError as err:
+        raise _first_bad_line(file, src_lang, tgt_lang) or err from None
+    if len(rows) == 0:
+        raise CorpusError(f"{file} holds no pairs")
     return rows
 
 
+@contextmanager
+def _datasets_quiet() -> Iterator[None]:
+    """datasets logs a parser's error before raising it; the CorpusError that follows says more."""
+    verbosity = datasets.logging.get_verbosity()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)
+    try:
+        yield
+    finally:
+        datasets.logging.set_verbosity(verbosity)
+
+
+def _first_line_of(err: Exception) -> str:
+    """A parser's error in one line: its full text can run to a page of internals."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+
+
+def _tsv_header(file: Path, src_lang: str, tgt_lang: str) -> list[str]:
+    """The column names, checked before parsing: they must name both languages, once each."""
+    for number, line in _numbered_lines(file):
+        if isinstance(line, CorpusError):
+            raise line
+        if line.strip():
+            header = line.rstrip("\r\n").split("\t")
+            missing = [lang for lang in (src_lang, tgt_lang) if lang not in header]
+            if missing:
+                raise CorpusError(f"{file}, line {number}: the header names {header}, not "
+                                  f"{' and '.join(missing)}; write a header line such as "
+                                  f"{src_lang}<TAB>{tgt_lang}")
+            if len(set(header)) < len(header):
+                raise CorpusError(f"{file}, line {number}: the header {header} names a column "
+                                  f"twice")
+            return header
+    raise CorpusError(f"{file} holds no pairs, not even a header line such as "
+                      f"{src_lang}<TAB>{tgt_lang}")
+
+
 def _tsv_as_translations(
-    rows: datasets.Dataset, file: Path, src_lang: str, tgt_lang: str
+    rows: datasets.Dataset, src_lang: str, tgt_lang: str
 ) -> datasets.Dataset:
     """Columns named by language become the opus100 schema."""
-    missing = [lang for lang in (src_lang, tgt_lang) if lang not in rows.column_names]
-    if missing:
-        raise CorpusError(f"{file}, line 1: the header names {rows.column_names}, not "
-                          f"{' and '.join(missing)}; write a header line such as "
-                          f"{src_lang}<TAB>{tgt_lang}")
 
     def as_pairs(batch: dict) -> dict:
         return {"translation": [{src_lang: s, tgt_lang: t}
@@ -127,81 +189,98 @@ def _tsv_as_translations(
         return rows.map(as_pairs, batched=True, remove_columns=rows.column_names)
 
 
-def _check_rows(
-    rows: datasets.Dataset, src_lang: str, tgt_lang: str, where: str, file: Path | None = None
-) -> None:
+def _check_rows(rows: datasets.Dataset, src_lang: str, tgt_lang: str, where: str) -> None:
     """Every row must have both languages as non-empty text; name the first that does not."""
     if "translation" not in rows.column_names:
         raise CorpusError(f"{where}: no 'translation' column (found {rows.column_names}); "
                           f'rows must look like {{"translation": {{"{src_lang}": ..., '
                           f'"{tgt_lang}": ...}}}}')
-    column = rows.data.column("translation")
+    column = _translations(rows)
+    if not pa.types.is_struct(column.type):
+        raise CorpusError(f"{where}: 'translation' holds {column.type}, not an object with "
+                          f"the texts {src_lang!r} and {tgt_lang!r}")
     for lang in (src_lang, tgt_lang):
         if lang not in {field.name for field in column.type}:
-            _raise_at(0, f"no {lang!r} text in any row", where, file)
+            raise CorpusError(f"{where}: no {lang!r} text in any row")
         values = pc.struct_field(column, lang)
-        if not str(values.type).startswith(("string", "large_string")):
-            _raise_at(0, f"the {lang!r} field holds {values.type}, not text", where, file)
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            raise CorpusError(f"{where}: the {lang!r} field holds {values.type}, not text")
+        try:
+            values.validate(full=True)  # pyarrow's JSON reader lets invalid UTF-8 through
+        except pa.ArrowInvalid as err:
+            raise CorpusError(f"{where}: {lang!r} text that is not UTF-8 ({err})") from None
         bad = pc.or_kleene(pc.is_null(values),
                            pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(values)), 0))
         bad = pc.fill_null(bad, True)
         if pc.any(bad).as_py():
             index = int(pc.index(bad, True).as_py())
-            value = values[index].as_py()
-            problem = f"no {lang!r} key" if value is None else f"the {lang!r} text is empty"
-            _raise_at(index, problem, where, file)
+            problem = (f"no {lang!r} text" if values[index].as_py() is None
+                       else f"the {lang!r} text is empty")
+            raise CorpusError(f"{where}, row {index + 1}: {problem}")
 
 
-def _raise_at(index: int, problem: str, where: str, file: Path | None) -> None:
-    """Point at the line in the file, or at the row of a Hub split."""
-    if file is None:
-        raise CorpusError(f"{where}, row {index + 1}: {problem}")
-    raise CorpusError(f"{file}, line {_line_number(file, index)}: {problem}")
+def _numbered_lines(file: Path) -> Iterator[tuple[int, str | CorpusError]]:
+    """The file's lines, numbered as an editor numbers them (split at newlines only)."""
+    with file.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                yield number, CorpusError(f"{file}, line {number}: not UTF-8 text (byte "
+                                          f"{err.start + 1} of the line: {err.reason}); save "
+                                          f"it as UTF-8")
+                return
+            yield number, line.removeprefix("\ufeff") if number == 1 else line
 
 
-def _line_number(file: Path, index: int) -> int:
-    """The file line of data row `index`: blank lines and a TSV header are not rows."""
-    rows_seen = -1 if file.suffix == ".tsv" else 0  # the header is line 1 of a TSV
-    with file.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if line.strip():
-                if rows_seen == index:
-                    return number
-                rows_seen += 1
-    return number
-
-
-def _first_bad_line(file: Path, src_lang: str, tgt_lang: str) -> CorpusError:
-    """Read the file line by line to say where a parser gave up, and why."""
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as err:
-        return CorpusError(f"{file}: not UTF-8 text ({err}); save it as UTF-8")
-    columns = None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+def _first_bad_line(file: Path, src_lang: str, tgt_lang: str) -> CorpusError | None:
+    """Read the file line by line to say where a parser gave up or a row is bad, and why."""
+    header, pairs = None, 0
+    for number, line in _numbered_lines(file):
+        if isinstance(line, CorpusError):
+            return line
         if file.suffix == ".tsv":
-            fields = line.split("\t")
-            if columns is None:
-                columns = len(fields)
-            elif len(fields) != columns:
-                return CorpusError(f"{file}, line {number}: {len(fields)} tab-separated fields, "
-                                   f"but the header has {columns}")
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            return CorpusError(f"{file}, line {number}: not a JSON object ({err.msg})")
-        translation = row.get("translation") if isinstance(row, dict) else None
-        if not isinstance(translation, dict):
-            return CorpusError(f'{file}, line {number}: no "translation" object')
+            fields = line.rstrip("\r\n").split("\t")
+            if len(fields) == 1 and not line.strip():
+                continue  # a blank line, which pandas skips too
+            if header is None:
+                header = fields
+                continue
+            if len(fields) != len(header):
+                return CorpusError(f"{file}, line {number}: {len(fields)} tab-separated "
+                                   f"field{'s' * (len(fields) != 1)}, but the header has "
+                                   f"{len(header)}")
+            texts = dict(zip(header, fields, strict=True))
+        else:
+            if not line.strip(JSON_WHITESPACE):
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                return CorpusError(f"{file}, line {number}: not a JSON object ({err.msg})")
+            texts = row.get("translation") if isinstance(row, dict) else None
+            if not isinstance(texts, dict):
+                return CorpusError(f'{file}, line {number}: no "translation" object')
         for lang in (src_lang, tgt_lang):
-            if not isinstance(translation.get(lang), str):
-                return CorpusError(f"{file}, line {number}: the {lang!r} field is "
-                                   f"{type(translation.get(lang)).__name__}, not text")
-    return CorpusError(f"{file}: datasets could not read it, and no line stands out; "
-                       f"check that it is JSONL in the opus100 schema or a TSV with a header")
+            problem = _text_problem(texts, lang)
+            if problem:
+                return CorpusError(f"{file}, line {number}: {problem}")
+        pairs += 1
+    return None if pairs else CorpusError(f"{file} holds no pairs")
+
+
+def _text_problem(texts: dict, lang: str) -> str | None:
+    """What is wrong with one side of a pair, if anything."""
+    if lang not in texts:
+        return f"no {lang!r} key"
+    text = texts[lang]
+    if text is None:
+        return f"the {lang!r} field is null, not text"
+    if not isinstance(text, str):
+        return f"the {lang!r} field is {type(text).__name__} ({text!r}), not text"
+    if not text.strip():
+        return f"the {lang!r} text is empty"
+    return None
 
 
 # --- The Hugging Face Hub ------------------------------------------------------------------
@@ -247,21 +326,23 @@ def prepare_splits(
     Carving comes before subsampling, so validation and test stay the same whatever
     `max_train_pairs` is, and scores from runs of different sizes compare.
     """
+    if max_train_pairs is not None and max_train_pairs < 1:
+        raise ValueError(f"max_train_pairs={max_train_pairs} leaves nothing to train on")
     splits = datasets.DatasetDict(splits)
     if dedupe:
         for split in list(splits):
             splits[split] = _select(splits[split], _first_occurrences(
                 _pairs(splits[split], src_lang, tgt_lang)), f"{split}: removed", "duplicate pairs")
     missing = [split for split in ("validation", "test") if split not in splits]
-    if missing:
-        splits = _carve(splits, missing, seed)
-    if dedupe or missing:
-        held_out = {pair for split in ("validation", "test")
-                    for pair in _pairs(splits[split], src_lang, tgt_lang)}
+    given = [split for split in ("validation", "test") if split in splits]
+    if (dedupe or missing) and given:  # before carving, so carved splits miss these pairs too
+        held_out = {pair for split in given for pair in _pairs(splits[split], src_lang, tgt_lang)}
         train = _pairs(splits["train"], src_lang, tgt_lang)
         splits["train"] = _select(splits["train"], [i for i, p in enumerate(train)
                                                     if p not in held_out],
-                                  "train: removed", "pairs that are also in validation or test")
+                                  "train: removed", f"pairs that are also in {' or '.join(given)}")
+    if missing:
+        splits = _carve(splits, missing, seed, src_lang, tgt_lang)
     if max_train_pairs is not None and len(splits["train"]) > max_train_pairs:
         keep = np.sort(np.random.default_rng(seed).permutation(len(splits["train"]))
                        [:max_train_pairs])
@@ -271,8 +352,14 @@ def prepare_splits(
     return datasets.DatasetDict({split: splits[split] for split in SPLITS})
 
 
+def _translations(rows: datasets.Dataset) -> pa.ChunkedArray:
+    """The translation column of the rows a Dataset shows: after `select`, `rows.data` is still
+    the whole table it selected from, so it would bring back every row filtered out."""
+    return rows.with_format("arrow")[:].column("translation")
+
+
 def _pairs(rows: datasets.Dataset, src_lang: str, tgt_lang: str) -> list[tuple[str, str]]:
-    column = rows.data.column("translation")
+    column = _translations(rows)
     return list(zip(pc.struct_field(column, src_lang).to_pylist(),
                     pc.struct_field(column, tgt_lang).to_pylist(), strict=True))
 
@@ -296,18 +383,32 @@ def _select(rows: datasets.Dataset, keep: list[int], doing: str, what: str) -> d
     return rows
 
 
-def _carve(splits: datasets.DatasetDict, missing: list[str], seed: int) -> datasets.DatasetDict:
-    """Take validation and/or test from a seeded shuffle of train; the rest stays train."""
+def _carve(
+    splits: datasets.DatasetDict, missing: list[str], seed: int, src_lang: str, tgt_lang: str
+) -> datasets.DatasetDict:
+    """Take validation and/or test from a seeded shuffle of train's distinct pairs.
+
+    Every copy of a pair goes where the pair goes, so no pair lands in two splits even
+    when train repeats it (dedupe=False).
+    """
     train = splits["train"]
-    size = min(CARVED_SIZE, len(train) // 20)
+    distinct: dict[tuple[str, str], int] = {}
+    pair_of_row = np.array([distinct.setdefault(pair, len(distinct))
+                            for pair in _pairs(train, src_lang, tgt_lang)], dtype=np.int64)
+    size = min(CARVED_SIZE, len(distinct) // 20)
     if size == 0:
-        raise CorpusError(f"train holds {len(train)} pairs, too few to carve "
+        raise CorpusError(f"train holds {len(distinct)} distinct pairs, too few to carve "
                           f"{' and '.join(missing)} from (at least 20): give those splits "
                           f"as files")
-    order = np.random.default_rng(seed).permutation(len(train))
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    split_of_pair = np.full(len(distinct), len(missing))  # len(missing) stands for train
+    for number in range(len(missing)):
+        split_of_pair[order[number * size : (number + 1) * size]] = number
+    split_of_row = split_of_pair[pair_of_row]
     for number, split in enumerate(missing):
-        splits[split] = train.select(np.sort(order[number * size : (number + 1) * size]))
-    splits["train"] = train.select(np.sort(order[len(missing) * size :]))
-    print(f"carved {size:,} pairs each for {' and '.join(missing)} from train (seed {seed}); "
+        splits[split] = train.select(np.flatnonzero(split_of_row == number))
+    splits["train"] = train.select(np.flatnonzero(split_of_row == len(missing)))
+    carved = " and ".join(f"{split} ({len(splits[split]):,} pairs)" for split in missing)
+    print(f"carved {carved} from train with seed {seed}, no pair in two splits; "
           f"{len(splits['train']):,} remain for training")
     return splits

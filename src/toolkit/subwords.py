@@ -13,7 +13,9 @@ decoding and BLEU work unchanged. A piece that starts a word carries the marker 
 (`tokenizers`' Metaspace, as in SentencePiece); `pieces` shows them.
 """
 
+from collections import Counter
 from collections.abc import Iterable
+from itertools import chain
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -33,19 +35,17 @@ class SubwordVocab:
 
     @classmethod
     def train(cls, sentences: Iterable[list[str]], max_size: int | None = None) -> "SubwordVocab":
-        """Learn merges from tokenized training sentences until there are `max_size` tokens."""
+        """Learn merges until there are `max_size` tokens (fewer if merges run out)."""
         size = DEFAULT_SIZE if max_size is None else max_size
         if size <= len(SPECIALS):
             raise ValueError(f"max_size must leave room for pieces after the {len(SPECIALS)} "
                              f"special tokens; got {max_size}")
-        tokenizer = Tokenizer(models.BPE(unk_token=UNK))
-        # Sentences arrive as words joined by spaces: Metaspace splits there and marks each
-        # word's first piece, so no merge ever crosses two words.
-        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(WORD_START, prepend_scheme="always")
-        tokenizer.decoder = decoders.Metaspace(WORD_START, prepend_scheme="always")
-        trainer = trainers.BpeTrainer(
-            vocab_size=size, special_tokens=list(SPECIALS), show_progress=False)
-        tokenizer.train_from_iterator((" ".join(words) for words in sentences), trainer=trainer)
+        lines = [" ".join(words) for words in sentences]
+        tokenizer = _train_bpe(lines, size)
+        if tokenizer.get_vocab_size() > size:
+            # BPE keeps every character it meets, however many: with more characters than
+            # `size` the output layer would be larger than asked for, so choose them.
+            tokenizer = _train_bpe(lines, size, _alphabet(lines, size - len(SPECIALS)))
         return cls(tokenizer)
 
     @classmethod
@@ -88,3 +88,29 @@ class SubwordVocab:
             else:
                 words[-1] += piece
         return [word for word in words if word]  # a lone "▁" whose character was <unk>
+
+
+def _train_bpe(lines: list[str], size: int, alphabet: list[str] | None = None) -> Tokenizer:
+    """BPE over words joined by spaces; with `alphabet`, every other character is <unk>."""
+    tokenizer = Tokenizer(models.BPE(unk_token=UNK))
+    # Metaspace splits at the spaces and marks each word's first piece, so no merge ever
+    # crosses two words.
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(WORD_START, prepend_scheme="always")
+    tokenizer.decoder = decoders.Metaspace(WORD_START, prepend_scheme="always")
+    # Characters given as initial_alphabet are always kept; limiting the alphabet to exactly
+    # them drops all others (left to limit_alphabet alone, ties in count would be dropped in
+    # an order that changes from run to run).
+    limit = {} if alphabet is None else {"initial_alphabet": alphabet,
+                                         "limit_alphabet": len(alphabet)}
+    trainer = trainers.BpeTrainer(
+        vocab_size=size, special_tokens=list(SPECIALS), show_progress=False, **limit)
+    tokenizer.train_from_iterator(lines, trainer=trainer)
+    return tokenizer
+
+
+def _alphabet(lines: list[str], room: int) -> list[str]:
+    """The `room` most frequent characters, "▁" first, ties by code point: never by hash order."""
+    counts = Counter(chain.from_iterable(lines))
+    del counts[" "], counts[WORD_START]  # each space becomes the next word's "▁", put first
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [WORD_START] + [character for character, _ in ranked[: room - 1]]
