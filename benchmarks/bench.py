@@ -21,9 +21,12 @@ peak memory each task adds is recorded too.
     python benchmarks/bench.py --device cpu    (default: cuda if available, else cpu)
     python benchmarks/bench.py --quick         (fewer rounds, a smoke test: writes nothing
                                                 unless --output is given)
+    python benchmarks/bench.py --only real-text  (only benchmarks/real_text.py, issue 16's
+                                                goals; the file's other results are kept)
 """
 
 import argparse
+import importlib.util
 import json
 import platform
 import statistics
@@ -44,6 +47,17 @@ from toolkit.stage_api import keeping_attention, restoring_mode
 from toolkit.training import PaperOptimizer
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
+
+def beside(name: str):
+    """A module from this folder: bench.py runs as a script, not from a package."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+real_text = beside("real_text")  # issue 16: a million pairs, and token-budget batches
+PARTS = ("models", "real-text")
 CONFIGS = [
     {"embed_dim": 64, "num_heads": 2, "layers": 2, "ff_dim": 256},
     {"embed_dim": 128, "num_heads": 4, "layers": 3, "ff_dim": 512},
@@ -254,6 +268,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (torch intra-op)")
     parser.add_argument("--device", type=torch.device, default=default_device(),
                         help="cpu, cuda, cuda:1, mps... (default: cuda if available, else cpu)")
+    parser.add_argument("--only", choices=PARTS, default=None,
+                        help="run one part: models (stage 07 against nn.Transformer) or "
+                             "real-text (benchmarks/real_text.py); the results of the other "
+                             "part already in the file are kept")
     parser.add_argument("--output", type=Path, default=None,
                         help="where to write the results (default: benchmarks/results.json on "
                              "CPU, benchmarks/results-cuda.json otherwise; none with --quick)")
@@ -268,19 +286,30 @@ def main() -> None:
     warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     rounds, warmup = (3, 1) if args.quick else (15, 3)
-    print(f"torch {torch.__version__}, device {device}" + (f" ({gpu})" if gpu else "")
-          + f", {torch.get_num_threads()} CPU thread(s), batch {BATCH_SIZE}, {rounds} rounds "
-          f"after {warmup} warm-up; × = time / nn.Transformer's time, paired by round")
-    results = run(rounds, warmup, device)
+    results = None
+    if args.only != "real-text":
+        print(f"torch {torch.__version__}, device {device}" + (f" ({gpu})" if gpu else "")
+              + f", {torch.get_num_threads()} CPU thread(s), batch {BATCH_SIZE}, {rounds} "
+              f"rounds after {warmup} warm-up; × = time / nn.Transformer's time, paired by round")
+        results = run(rounds, warmup, device)
+    real = None
+    if args.only != "models":
+        real = real_text.run(**(real_text.QUICK if args.quick else real_text.FULL), device=device)
+        print(real_text.summary(real), flush=True)
     if output is None:
         print("--quick: no results written (pass --output PATH to keep them)")
         return
-    output.write_text(json.dumps({
-        "torch": torch.__version__, "device": str(device), "gpu": gpu,
-        "threads": torch.get_num_threads(), "machine": platform.machine(),
-        "python": platform.python_version(), "batch_size": BATCH_SIZE, "rounds": rounds,
-        "warmup": warmup, "results": results,
-    }, indent=1) + "\n")
+    written = json.loads(output.read_text()) if args.only and output.exists() else {}
+    if results is not None:
+        written.update({
+            "torch": torch.__version__, "device": str(device), "gpu": gpu,
+            "threads": torch.get_num_threads(), "machine": platform.machine(),
+            "python": platform.python_version(), "batch_size": BATCH_SIZE, "rounds": rounds,
+            "warmup": warmup, "results": results,
+        })
+    if real is not None:
+        written["real_text"] = real
+    output.write_text(json.dumps(written, indent=1) + "\n")
     print(f"wrote {output}")
 
 

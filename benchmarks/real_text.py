@@ -29,6 +29,7 @@ bench.py does; the median of the paired ratios. Goals: at least 1.5 times, and a
 """
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -53,8 +54,10 @@ from toolkit.training import PaperOptimizer
 WORKDIR = PROJECT_ROOT / "build" / "bench"  # git-ignored: the corpus is written, never committed
 GOALS = {"pipeline_seconds": 120, "peak_memory_gb": 4.0, "throughput_ratio": 1.5,
          "token_budget_padding": 0.10}
-FULL = {"pairs": 1_000_000, "subset": 20_000, "rounds": 7, "steps": 8, "warmup": 2}
-QUICK = {"pairs": 20_000, "subset": 2_000, "rounds": 2, "steps": 2, "warmup": 1}
+FULL = {"pairs": 1_000_000, "subset": 20_000, "breakdown_pairs": 200_000, "rounds": 7,
+        "steps": 8, "warmup": 2}
+QUICK = {"pairs": 20_000, "subset": 2_000, "breakdown_pairs": 5_000, "rounds": 2, "steps": 2,
+         "warmup": 1}
 VOCAB_SIZE, MAX_TOKENS = 8_000, 2_048  # BPE size (shared); tokens per token-budget batch
 MODEL = {"embed_dim": 128, "num_heads": 4, "num_encoder_layers": 3, "num_decoder_layers": 3,
          "ff_dim": 512}
@@ -120,10 +123,10 @@ def pseudo_words(rng: np.random.Generator, parts: dict, types: int,
             choices = np.array(parts[part], dtype=object)
             syllable += choices[rng.choice(len(choices), candidates, p=weights)]
         words[used] += syllable[used]
-    unique, first = np.unique(words, return_index=True)
+    unique = list(dict.fromkeys(words.tolist()))  # the first of each word, in rank order
     if len(unique) < types:
         raise RuntimeError(f"only {len(unique):,} distinct words for {types:,} types")
-    return words[np.sort(first)[:types]].tolist()
+    return unique[:types]
 
 
 def vocabularies(seed: int, types: int = WORD_TYPES) -> dict[str, dict[str, np.ndarray]]:
@@ -225,7 +228,8 @@ def cpu_time() -> float:
 
 
 def pipeline(corpus: Path, vocab_size: int, subset: int, output: Path) -> dict:
-    """Load, train BPE, encode: the child's side of `measure_pipeline`, timed part by part."""
+    """Load, train BPE, encode: the child's side of `in_fresh_process`, timed part by part
+    (imports not counted: a notebook has them already)."""
     from toolkit.batches import encode_pairs  # the child imports what the pipeline needs
     from toolkit.corpus import load_corpus
     from toolkit.data import build_vocabularies
@@ -264,20 +268,22 @@ def pipeline(corpus: Path, vocab_size: int, subset: int, output: Path) -> dict:
     }
 
 
-def measure_pipeline(corpus: Path, vocab_size: int, subset: int, workdir: Path) -> dict:
-    """Run `pipeline` in a new process, with a `datasets` cache that holds nothing yet."""
+def in_fresh_process(mode: str, corpus: Path, vocab_size: int, subset: int,
+                     workdir: Path) -> dict:
+    """Run `pipeline` or `breakdown` in a new process, with a `datasets` cache holding nothing:
+    its peak memory is then the pipeline's own, and its load is a first load."""
     cache = workdir / "hf-datasets-cache"
-    shutil.rmtree(cache, ignore_errors=True)  # a first load, not a cached one
-    env = {**os.environ, "HF_DATASETS_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
-    report = workdir / "pipeline.json"
-    report.unlink(missing_ok=True)
-    subprocess.run([sys.executable, __file__, "--pipeline", str(corpus), "--output",
-                    str(workdir), "--vocab-size", str(vocab_size), "--subset", str(subset)],
-                   env=env, check=True)
-    results = json.loads(report.read_text())
-    results["fresh_cache"] = str(cache)
     shutil.rmtree(cache, ignore_errors=True)
-    return results
+    env = {**os.environ, "HF_DATASETS_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    report = workdir / f"{mode}.json"
+    report.unlink(missing_ok=True)
+    try:
+        subprocess.run([sys.executable, __file__, f"--{mode}", str(corpus), "--output",
+                        str(workdir), "--vocab-size", str(vocab_size), "--subset", str(subset)],
+                       env=env, check=True)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    return {**json.loads(report.read_text()), "fresh_cache": str(cache)}
 
 
 def breakdown(sample: Path, vocab_size: int) -> dict:
@@ -295,6 +301,7 @@ def breakdown(sample: Path, vocab_size: int) -> dict:
     from toolkit.tokens import tokenize
     from toolkit.vocab import BOS_ID, EOS_ID, SPECIALS, UNK
 
+    datasets.disable_progress_bars()
     steps: dict[str, dict] = {}
 
     def step(name: str, work):
@@ -312,9 +319,8 @@ def breakdown(sample: Path, vocab_size: int) -> dict:
     texts = step("rows to Python dicts, once per language (as build_vocabularies)",
                  lambda: [row[lang] for lang in ("en", "de") for row in column])
     step("alternative: the same strings from Arrow (pyarrow struct_field)", lambda: [
-        text for lang in ("en", "de")
-        for text in pc.struct_field(splits["train"].flatten_indices().data.column(
-            "translation"), lang).to_pylist()])
+        text for lang in ("en", "de") for text in pc.struct_field(
+            splits["train"].with_format("arrow")["translation"], lang).to_pylist()])
     sentences = step("tokenize (Python regex), both sides", lambda: [tokenize(t) for t in texts])
     vocab = step("SubwordVocab.train (Python preparation + BPE merges)",
                  lambda: SubwordVocab.train(iter(sentences), vocab_size))
@@ -338,7 +344,7 @@ def breakdown(sample: Path, vocab_size: int) -> dict:
         (src.ids + [EOS_ID], [BOS_ID] + tgt.ids + [EOS_ID])
         for src, tgt in zip(encodings[:half], encodings[half:], strict=True)])
     lists_gb = memory_gb()["now"] - before_lists
-    del encodings
+    encodings.clear()
     step("alternative: encode_batch_fast (no offsets)", lambda: [
         encoding.ids for start in range(0, len(sentences), 10_000)
         for encoding in vocab.tokenizer.encode_batch_fast(sentences[start : start + 10_000],
@@ -439,7 +445,7 @@ def machine() -> dict:
             "numpy": np.__version__}
 
 
-def run(pairs: int, subset: int, rounds: int, steps: int, warmup: int,
+def run(pairs: int, subset: int, breakdown_pairs: int, rounds: int, steps: int, warmup: int,
         vocab_size: int = VOCAB_SIZE, max_tokens: int = MAX_TOKENS, workdir: Path = WORKDIR,
         seed: int = 0, device: torch.device | str = "cpu") -> dict:
     """Write the corpus, measure both goals, and say which are met."""
@@ -449,23 +455,31 @@ def run(pairs: int, subset: int, rounds: int, steps: int, warmup: int,
     corpus = write_corpus(corpus_path, pairs, seed)
     print(f"corpus: {pairs:,} pairs, {corpus['file_mb']:.0f} MB, word types "
           f"{corpus['word_types']}, written in {corpus['seconds']:.1f} s", flush=True)
+    sample_path = workdir / f"real_text_{breakdown_pairs}_seed{seed}.jsonl"
     try:
-        steps_a = measure_pipeline(corpus_path, vocab_size, subset, workdir)
-    finally:
-        corpus_path.unlink(missing_ok=True)  # a quarter of a gigabyte, made again in seconds
+        pipeline_report = in_fresh_process("pipeline", corpus_path, vocab_size, subset, workdir)
+        print(f"pipeline: {pipeline_report['seconds']}", flush=True)
+        with corpus_path.open(encoding="utf-8") as lines:
+            sample_path.write_text("".join(itertools.islice(lines, breakdown_pairs)),
+                                   encoding="utf-8")
+        breakdown_report = in_fresh_process("breakdown", sample_path, vocab_size, subset, workdir)
+    finally:  # a quarter of a gigabyte, made again in seconds
+        corpus_path.unlink(missing_ok=True)
+        sample_path.unlink(missing_ok=True)
     vocab = SubwordVocab.from_json((workdir / "vocab.json").read_text())
     encoded = [(src, tgt) for src, tgt in json.loads((workdir / "subset.json").read_text())]
-    steps_b = throughput(encoded, len(vocab), rounds, steps, warmup, max_tokens, device)
-    figures = {"pipeline_seconds": steps_a["seconds"]["total"],
-               "peak_memory_gb": steps_a["peak_memory_gb"],
-               "throughput_ratio": steps_b["ratio"],
-               "token_budget_padding": steps_b["padding"]["token budget"]}
+    throughput_report = throughput(encoded, len(vocab), rounds, steps, warmup, max_tokens, device)
+    figures = {"pipeline_seconds": pipeline_report["seconds"]["total"],
+               "peak_memory_gb": pipeline_report["peak_memory_gb"],
+               "throughput_ratio": throughput_report["ratio"],
+               "token_budget_padding": throughput_report["padding"]["token budget"]}
     meets = {goal: (figures[goal] >= GOALS[goal] if goal == "throughput_ratio"
                     else figures[goal] <= GOALS[goal]) for goal in GOALS}
     return {"goals": GOALS, "figures": figures, "meets": meets,
             "machine": {**machine(), "load_average": {"before": load_before,
                                                       "after": os.getloadavg()}},
-            "corpus": corpus, "pipeline": steps_a, "throughput": steps_b}
+            "corpus": corpus, "pipeline": pipeline_report, "breakdown": breakdown_report,
+            "throughput": throughput_report}
 
 
 def summary(results: dict) -> str:
@@ -480,6 +494,13 @@ def summary(results: dict) -> str:
         f"{len(b['ratios'])} rounds); padding {b['padding']['token budget']:.1%} (token "
         f"budget), {b['padding']['random']:.1%} (random)",
     ]
+    where = results["breakdown"]
+    lines.append(f"where the pipeline's time goes, measured on {where['pairs']:,} pairs:")
+    for name, step in where["steps"].items():
+        lines.append(f"  {step['seconds']:7.2f} s  ({step['cpu_seconds']:7.2f} s CPU)  "
+                     f"{step['memory_gb']:.2f} GB  {name}")
+    lines.append("  encoded pairs: " + ", ".join(
+        f"{gb:.3f} GB {how}" for how, gb in where["encoded_pairs_gb"].items()))
     for goal, limit in results["goals"].items():
         sign = ">=" if goal == "throughput_ratio" else "<="
         verdict = "met" if results["meets"][goal] else "MISSED"
@@ -491,7 +512,8 @@ def summary(results: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20,000 pairs, a few steps")
-    parser.add_argument("--pipeline", type=Path, help=argparse.SUPPRESS)  # the child's side
+    parser.add_argument("--pipeline", type=Path, help=argparse.SUPPRESS)  # the children's side
+    parser.add_argument("--breakdown", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, default=WORKDIR, help=argparse.SUPPRESS)
     parser.add_argument("--vocab-size", type=int, default=VOCAB_SIZE, help=argparse.SUPPRESS)
     parser.add_argument("--subset", type=int, default=FULL["subset"], help=argparse.SUPPRESS)
@@ -499,6 +521,10 @@ def main() -> None:
     if args.pipeline is not None:
         report = pipeline(args.pipeline, args.vocab_size, args.subset, args.output)
         (args.output / "pipeline.json").write_text(json.dumps(report, indent=1))
+        return
+    if args.breakdown is not None:
+        report = breakdown(args.breakdown, args.vocab_size)
+        (args.output / "breakdown.json").write_text(json.dumps(report, indent=1))
         return
     torch.set_num_threads(1)  # as bench.py's default --threads
     print(summary(run(**(QUICK if args.quick else FULL))))
