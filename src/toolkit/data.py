@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from datasets import Dataset, DatasetDict
 
-from toolkit.batches import EncodedPair, encode_pairs
+from toolkit.batches import ENCODE_CHUNK, EncodedPair, encode_pairs, texts
 from toolkit.corpus import load_corpus
 from toolkit.subwords import SubwordVocab
 from toolkit.tokens import tokenize
@@ -73,10 +73,13 @@ def build_vocabularies(
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
     build = Vocab.build if tokenizer == "word" else SubwordVocab.train
-    rows = train["translation"]
+    rows = train.with_format("arrow")
 
     def words(*langs: str):  # a generator, so a million sentences never sit in memory as words
-        return (tokenize(row[lang]) for lang in langs for row in rows)
+        for lang in langs:
+            for start in range(0, len(rows), ENCODE_CHUNK):
+                yield from (tokenize(text) for text in texts(rows[start : start + ENCODE_CHUNK],
+                                                              lang))
 
     if shared:
         vocab = build(words(src_lang, tgt_lang), max_size=vocab_size)

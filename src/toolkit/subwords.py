@@ -30,6 +30,7 @@ class SubwordVocab:
 
     def __init__(self, tokenizer: Tokenizer):
         self.tokenizer = tokenizer
+        self._word_ids: dict[str, list[int]] = {}  # encode_batch's memory: word -> its ids
         if [tokenizer.id_to_token(i) for i in range(len(SPECIALS))] != list(SPECIALS):
             raise ValueError(f"a subword vocabulary must start with {', '.join(SPECIALS)}")
 
@@ -65,9 +66,16 @@ class SubwordVocab:
         return self.tokenizer.encode(tokens, is_pretokenized=True).ids
 
     def encode_batch(self, sentences: Iterable[list[str]]) -> list[list[int]]:
-        """Many sentences in one call, which `tokenizers` spreads over every core."""
-        encodings = self.tokenizer.encode_batch(list(sentences), is_pretokenized=True)
-        return [encoding.ids for encoding in encodings]
+        """Many sentences at once: BPE never crosses words, so each distinct word is encoded
+        once (in Rust, on every core) and remembered, and a sentence joins its words' ids."""
+        sentences = list(sentences)
+        new = list({word for words in sentences for word in words} - self._word_ids.keys())
+        if new:
+            encodings = self.tokenizer.encode_batch([[word] for word in new],
+                                                    is_pretokenized=True)
+            self._word_ids.update(zip(new, (e.ids for e in encodings), strict=True))
+        table = self._word_ids
+        return [[index for word in words for index in table[word]] for words in sentences]
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         """The subwords themselves, word starts marked with "▁": what the model reads."""
