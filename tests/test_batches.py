@@ -1,10 +1,12 @@
 """Padding must never cut a real token, and batches must come in the same order every run."""
 
+import gc
+
 import pytest
 import torch
 
 from toolkit import properties
-from toolkit.batches import collate, encode_source, encode_target, endless, loader
+from toolkit.batches import collate, encode_pairs, encode_source, encode_target, endless, loader
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 VOCAB = Vocab("a b c d e f g".split())
@@ -40,6 +42,24 @@ def test_empty_sentences_are_refused_with_a_clear_message():
         encode_source([], VOCAB)
     with pytest.raises(ValueError, match="empty sentence"):
         encode_target([], VOCAB)
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_encoding_leaves_the_garbage_collector_as_it_found_it(collector_on):
+    """encode_pairs pauses the collector for speed; a session left without it would leak."""
+    row = {"translation": {"en": "a b", "de": "c"}}
+    empty = {"translation": {"en": "a", "de": " "}}
+    was_enabled = gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        assert encode_pairs([row], VOCAB, VOCAB) == [(encode_source(["a", "b"], VOCAB),
+                                                      encode_target(["c"], VOCAB))]
+        assert gc.isenabled() == collector_on
+        with pytest.raises(ValueError, match="empty sentence"):
+            encode_pairs([row, empty], VOCAB, VOCAB)
+        assert gc.isenabled() == collector_on
+    finally:
+        (gc.enable if was_enabled else gc.disable)()
 
 
 def test_loader_order_is_seeded_and_covers_every_pair():
