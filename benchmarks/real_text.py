@@ -287,7 +287,7 @@ def in_fresh_process(mode: str, corpus: Path, vocab_size: int, subset: int,
 
 
 def breakdown(sample: Path, vocab_size: int) -> dict:
-    """Where the pipeline's time and memory go, step by step, with faster routes beside them.
+    """Where the pipeline's time and memory go, step by step, beside the slower routes it left.
 
     The steps redo what `load_corpus`, `build_vocabularies` and `encode_pairs` do, one at a
     time, each timed (clock and CPU) with the resident memory after it.
@@ -296,6 +296,7 @@ def breakdown(sample: Path, vocab_size: int) -> dict:
     import pyarrow.compute as pc
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
+    from toolkit.batches import collector_paused
     from toolkit.sources import prepare_splits
     from toolkit.subwords import WORD_START
     from toolkit.tokens import tokenize
@@ -315,12 +316,13 @@ def breakdown(sample: Path, vocab_size: int) -> dict:
         "json", data_files=str(sample), split="train"))
     splits = step("prepare_splits (carve validation and test)",
                   lambda: prepare_splits(datasets.DatasetDict({"train": rows})))
+    arrow = splits["train"].with_format("arrow")["translation"]
+    texts = step("sentences from Arrow, both sides (pyarrow struct_field, as the pipeline)",
+                 lambda: [text for lang in ("en", "de")
+                          for text in pc.struct_field(arrow, lang).to_pylist()])
     column = splits["train"]["translation"]
-    texts = step("rows to Python dicts, once per language (as build_vocabularies)",
-                 lambda: [row[lang] for lang in ("en", "de") for row in column])
-    step("alternative: the same strings from Arrow (pyarrow struct_field)", lambda: [
-        text for lang in ("en", "de") for text in pc.struct_field(
-            splits["train"].with_format("arrow")["translation"], lang).to_pylist()])
+    step("alternative: a Python dict per row, once per language", lambda: [
+        row[lang] for lang in ("en", "de") for row in column])
     sentences = step("tokenize (Python regex), both sides", lambda: [tokenize(t) for t in texts])
     vocab = step("SubwordVocab.train (Python preparation + BPE merges)",
                  lambda: SubwordVocab.train(iter(sentences), vocab_size))
@@ -334,18 +336,23 @@ def breakdown(sample: Path, vocab_size: int) -> dict:
         tokenizer.train_from_iterator(lines, trainer=trainer)
 
     step("of which BPE merges alone (Rust train_from_iterator)", merges_alone)
-    encodings = step("encode_batch, pretokenized (Rust; as encode_pairs)", lambda: [
-        encoding for start in range(0, len(sentences), 10_000)
-        for encoding in vocab.tokenizer.encode_batch(sentences[start : start + 10_000],
-                                                     is_pretokenized=True)])
+    half = len(sentences) // 2
+
+    def encode_words() -> list:
+        with collector_paused():
+            ids = [vocab.encode_batch(sentences[start : start + 10_000])
+                   for start in range(0, len(sentences), 10_000)]
+        return [row for chunk in ids for row in chunk]
+
     before_lists = memory_gb()["now"]
-    half = len(encodings) // 2
-    pairs = step("ids to Python lists, framed as pairs", lambda: [
-        (src.ids + [EOS_ID], [BOS_ID] + tgt.ids + [EOS_ID])
-        for src, tgt in zip(encodings[:half], encodings[half:], strict=True)])
+    ids = step("SubwordVocab.encode_batch, each distinct word once (as the pipeline)",
+               encode_words)
+    pairs = step("ids framed as pairs", lambda: [
+        (src + [EOS_ID], [BOS_ID] + tgt + [EOS_ID])
+        for src, tgt in zip(ids[:half], ids[half:], strict=True)])
+    ids.clear()
     lists_gb = memory_gb()["now"] - before_lists
-    encodings.clear()
-    step("alternative: encode_batch_fast (no offsets)", lambda: [
+    step("alternative: every sentence through Rust (encode_batch_fast, pretokenized)", lambda: [
         encoding.ids for start in range(0, len(sentences), 10_000)
         for encoding in vocab.tokenizer.encode_batch_fast(sentences[start : start + 10_000],
                                                           is_pretokenized=True)])
