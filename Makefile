@@ -17,7 +17,7 @@ NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 
 .PHONY: help setup test unit mutants-check mutants notebooks student student-tests site \
-        site-tests lab data ladder ablation bench diff train-ddp clean
+        site-tests lab data ladder ablation bench diff train train-ddp clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
@@ -33,8 +33,11 @@ help:
 	@echo "             each (about an hour on two cores); writes assets/ablation.json"
 	@echo "make bench   time stage 07 against torch.nn.Transformer, and the real-text pipeline on a"
 	@echo "             synthetic million-pair corpus (about 10 minutes; benchmarks/results.json)"
-	@echo "make train-ddp NPROC=2   train stage 07 with torchrun + DistributedDataParallel;"
-	@echo "             writes build/ddp/stage07.pt and build/ddp/loss.log (ARGS=... for more options)"
+	@echo "make train   train stage 07 on one process, evaluating as it goes; Ctrl-C saves, and"
+	@echo "             ARGS=--resume goes on (build/train/: last.pt, best.pt, log.csv, chart.png)"
+	@echo "             (make train ARGS=--help lists every option: corpus, BPE, model, device)"
+	@echo "make train-ddp NPROC=2   the same training with torchrun + DistributedDataParallel,"
+	@echo "             into build/ddp/ (ARGS=... takes the same options)"
 	@echo "make diff A=03 B=04   print what stage B changes in stage A"
 	@echo "make clean   remove build/, site/ and the virtualenv"
 
@@ -113,9 +116,12 @@ ablation: $(INSTALLED)
 bench: $(INSTALLED)
 	$(BIN)/python benchmarks/bench.py
 
+ARGS ?=
+train: $(INSTALLED)
+	$(BIN)/python -m toolkit.train $(ARGS)
+
 # torchrun starts NPROC processes; gloo on CPU, NCCL on GPUs (NPROC=gpu: one per GPU).
 NPROC ?= 2
-ARGS ?=
 train-ddp: $(INSTALLED)
 	OMP_NUM_THREADS=1 $(BIN)/torchrun --standalone --nproc-per-node=$(NPROC) \
 		-m toolkit.train_ddp $(ARGS)

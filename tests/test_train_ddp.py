@@ -1,12 +1,15 @@
 """Two DDP processes with batch B train like one process with batch 2B, without dropout;
-with dropout, the replicas stay identical while each process draws its own masks.
+with dropout, the replicas stay identical while each process draws its own masks; and a
+two-process run killed at a random step resumes to the same bits.
 
 Each run is a real `torchrun` (`toolkit.train_ddp.launch`) on gloo over loopback, stopped
 with every worker if it overstays its time limit.
 """
 
 import os
+import random
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,24 +17,21 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
+from interruptions import TINY, ddp, differing_parameters, run, saved, stop_at
 
 from toolkit.checkpoints import load_checkpoint
-from toolkit.train_ddp import (
-    build_replica,
-    join_process_group,
-    launch,
-    model_config,
-    parse_args,
-    read_loss_log,
-)
+from toolkit.run_log import read_log
+from toolkit.run_options import parse_options
+from toolkit.train_ddp import data_parallel, join_process_group, launch, parser
+from toolkit.training_run import build_model
 
 # 37 pairs make 2 steps per epoch for 2 x 8 and for 1 x 16, so 5 steps cross two epoch
 # ends, where the sampler reshuffles and drops the odd pair.
 STEPS, BATCH, PAIRS = 5, 8, 37
 
 
-def checkpoint_name(nproc: int, batch_size: int, dtype: str, dropout: float = 0.0) -> str:
-    return f"{nproc}x{batch_size}-{dtype}-dropout{dropout}.pt"
+def run_name(nproc: int, batch_size: int, dtype: str, dropout: float = 0.0) -> str:
+    return f"{nproc}x{batch_size}-{dtype}-dropout{dropout}"
 
 
 @pytest.fixture(scope="module")
@@ -51,17 +51,18 @@ def torchrun(tmp_path_factory):
 
 def train(folder, nproc: int, batch_size: int, dtype: str,
           dropout: float) -> dict[str, torch.Tensor]:
-    name = checkpoint_name(nproc, batch_size, dtype, dropout).removesuffix(".pt")
-    output = launch(nproc, "--steps", str(STEPS), "--batch-size", str(batch_size),
-                    "--train-pairs", str(PAIRS), "--dtype", dtype, "--dropout", str(dropout),
-                    "--checkpoint", str(folder / f"{name}.pt"),
-                    "--loss-log", str(folder / f"{name}.log"), timeout=240)
+    output_folder = folder / run_name(nproc, batch_size, dtype, dropout)
+    output = launch(nproc, "--recipe", "stage07", "--steps", str(STEPS), "--batch-size",
+                    str(batch_size), "--train-pairs", str(PAIRS), "--precision", dtype,
+                    "--dropout", str(dropout), "--output", str(output_folder),
+                    "--log-every", "1", "--eval-every", "1000", "--eval-sentences", "5",
+                    timeout=240)
     assert f"{STEPS} steps on {nproc} process(es)" in output
-    assert len(read_loss_log(folder / f"{name}.log")) == STEPS  # one line per step
+    assert len(read_log(output_folder / "log.csv")) == STEPS  # one row per step
     if nproc > 1:  # DDP keeps the replicas equal, dropout or not: rank 1's parameters are rank 0's
         assert "largest parameter difference between replicas: 0.0e+00" in output
     # The raw state_dict: load_checkpoint would rebuild a float32 model from float64 weights.
-    return torch.load(folder / f"{name}.pt", weights_only=True)["state_dict"]
+    return torch.load(output_folder / "last.pt", weights_only=True)["state_dict"]
 
 
 def largest_difference(a: dict, b: dict) -> float:
@@ -92,7 +93,7 @@ def test_in_float32_they_agree_to_float32_noise(torchrun):
     print(f"float32: largest parameter difference after {STEPS} steps: {difference:.2e}")
     assert difference <= 1e-4
     # Rank 0's checkpoint is a course checkpoint: it loads back into a stage-07 translator.
-    restored = load_checkpoint(torchrun.folder / checkpoint_name(2, BATCH, "float32"))
+    restored = load_checkpoint(torchrun.folder / run_name(2, BATCH, "float32") / "last.pt")
     assert type(restored.model).__module__ == "stages.stage07_multi_head"
     assert all(torch.equal(restored.model.state_dict()[name], two[name]) for name in two)
 
@@ -101,7 +102,7 @@ def test_with_dropout_the_replicas_stay_identical(torchrun):
     """Each process draws its own masks, yet DDP's averaged gradient keeps every replica equal
     (`train` above asserts it from the run's own check across processes)."""
     two = torchrun(nproc=2, batch_size=BATCH, dtype="float64", dropout=0.1)
-    restored = load_checkpoint(torchrun.folder / checkpoint_name(2, BATCH, "float64", 0.1))
+    restored = load_checkpoint(torchrun.folder / run_name(2, BATCH, "float64", 0.1) / "last.pt")
     assert restored.config["dropout"] == 0.1  # the flag reached the model
     # Dropout really acted: the same run without it ends elsewhere.
     assert largest_difference(two, torchrun(nproc=2, batch_size=BATCH, dtype="float64")) > 1e-6
@@ -132,10 +133,10 @@ def spread_across_processes(replica, src: torch.Tensor, tgt: torch.Tensor) -> fl
 
 def compare_dropout_masks_across_processes() -> None:
     """A torchrun worker: the same batch through every replica, with and without dropout."""
-    device = join_process_group()
+    world = join_process_group()
     try:
-        args = parse_args(["--dropout", "0.5"])
-        replica = build_replica(30, 40, model_config(args), args, device)
+        args = parse_options(parser(), ["--dropout", "0.5"])
+        _, replica = build_model(args, 30, 40, world, data_parallel(world))
         ids = torch.Generator().manual_seed(1)  # the same sentences on every process
         src = torch.randint(4, 30, (4, 7), generator=ids)  # (batch, src_len)
         tgt = torch.randint(4, 40, (4, 6), generator=ids)  # (batch, tgt_len)
@@ -151,18 +152,41 @@ def compare_dropout_masks_across_processes() -> None:
 
 
 def test_a_run_that_overstays_its_time_is_stopped_with_every_worker(tmp_path):
-    log = tmp_path / "endless.log"
     with pytest.raises(RuntimeError, match="did not finish in 45 s; it was stopped"):
-        launch(2, "--steps", "1000000", "--loss-log", str(log),
-               "--checkpoint", str(tmp_path / "endless.pt"), timeout=45)
-    assert read_loss_log(log), "the workers never started: nothing was there to stop"
-    leftover = subprocess.run(["pgrep", "-f", str(log)], capture_output=True, text=True).stdout
+        launch(2, "--steps", "1000000", "--output", str(tmp_path), "--log-every", "1",
+               timeout=45)
+    assert read_log(tmp_path / "log.csv"), "the workers never started: nothing was there to stop"
+    leftover = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True,
+                              text=True).stdout
     assert leftover == "", f"workers still running: {leftover}"
 
 
-def test_a_batch_larger_than_a_shard_is_refused_with_the_reason():
-    with pytest.raises(RuntimeError, match="is more than the 10 pairs each of the 2 processes"):
-        launch(2, "--steps", "1", "--train-pairs", "20", "--batch-size", "11", timeout=120)
+def test_a_batch_larger_than_the_training_pairs_is_refused_with_the_reason(tmp_path):
+    with pytest.raises(RuntimeError, match="20 training pairs do not fill one step of 11 pairs "
+                                           "for each of 2 process"):
+        launch(2, "--steps", "1", "--train-pairs", "20", "--batch-size", "11", "--output",
+               str(tmp_path), timeout=120)
+
+
+def test_two_processes_killed_at_a_random_step_resume_to_the_same_bits(tmp_path):
+    """Every process's dropout stream is saved and restored; with one lost, this fails."""
+    steps = 40
+    options = ["--steps", str(steps), *TINY, "--batch-size", "4"]
+    whole, interrupted = tmp_path / "whole", tmp_path / "interrupted"
+    assert run(ddp(2, "--output", str(whole), *options)).returncode == 0
+    kill_at = random.SystemRandom().randint(3, steps - 10)
+    stop_at(ddp(2, "--output", str(interrupted), *options), interrupted, kill_at,
+            signal.SIGKILL)
+    reached = saved(interrupted / "last.pt")["training"]["progress"]["step"]
+    assert reached < steps, f"killed at step {kill_at}, yet the run had finished"
+    resumed = run(ddp(2, "--output", str(interrupted), *options, "--resume"))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert differing_parameters(whole / "last.pt", interrupted / "last.pt") == {}, \
+        f"killed after step {kill_at}, resumed from step {reached}"
+    # One process cannot take the streams of two.
+    alone = run(ddp(1, "--output", str(interrupted), *options, "--steps", "50", "--resume"))
+    assert alone.returncode != 0
+    assert "processes: the checkpoint was trained on 2, this run has 1" in alone.stderr
 
 
 def test_started_without_torchrun_it_says_how_to_start_it():

@@ -39,9 +39,13 @@ class Checkpoint:
 
 def save_checkpoint(
     path: str | Path, model: nn.Module, src_vocab: Vocab | SubwordVocab,
-    tgt_vocab: Vocab | SubwordVocab,
+    tgt_vocab: Vocab | SubwordVocab, training: dict | None = None,
 ) -> Path:
-    """Write everything a restart needs; write-then-rename, so a crash leaves no half file."""
+    """Write everything a restart needs; write-then-rename, so a crash leaves no half file.
+
+    `training` is the state a long run resumes from (toolkit.run_state); a translator
+    ignores it.
+    """
     stage = type(model).__module__
     if not stage.startswith("stages."):
         raise TypeError(f"save_checkpoint saves models from src/stages, not {stage}")
@@ -58,10 +62,12 @@ def save_checkpoint(
         "version": VERSION,
         "stage": stage,
         "config": config,
-        "src_vocab": _vocab_entry(src_vocab),
-        "tgt_vocab": _vocab_entry(tgt_vocab),
+        "src_vocab": vocab_entry(src_vocab),
+        "tgt_vocab": vocab_entry(tgt_vocab),
         "state_dict": {name: t.detach().cpu() for name, t in model.state_dict().items()},
     }
+    if training is not None:
+        payload["training"] = training
     partial = path.with_name(path.name + ".partial")
     try:
         torch.save(payload, partial)
@@ -117,7 +123,7 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Che
     return Checkpoint(model.to(device).eval(), src_vocab, tgt_vocab, config)
 
 
-def _vocab_entry(vocab: Vocab | SubwordVocab) -> dict:
+def vocab_entry(vocab: Vocab | SubwordVocab) -> dict:
     """A vocabulary as strings only, so the checkpoint still loads with weights_only."""
     if isinstance(vocab, SubwordVocab):
         return {"kind": "bpe", "tokenizer": vocab.to_json()}

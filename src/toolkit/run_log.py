@@ -1,0 +1,71 @@
+"""A long run's log: one CSV row every few steps, and a chart of loss and BLEU beside it.
+
+Written by one process only. A resumed run first cuts the rows its checkpoint had not yet
+reached, so the log tells the run as if it had never stopped.
+"""
+
+import csv
+import os
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+COLUMNS = ("step", "epoch", "loss", "lr", "target_tokens_per_s", "val_loss", "val_bleu")
+
+
+class RunLog:
+    """log.csv and chart.png in the run's folder; every write replaces the file whole."""
+
+    def __init__(self, folder: Path, keep_through: int = 0):
+        self.csv, self.chart = folder / "log.csv", folder / "chart.png"
+        self.rows = [row for row in read_log(self.csv) if row["step"] <= keep_through] \
+            if keep_through and self.csv.exists() else []
+        self._write()
+
+    def add(self, **row: float | int | None) -> None:
+        self.rows.append({name: row.get(name) for name in COLUMNS})
+        self._write()
+
+    def _write(self) -> None:
+        partial = self.csv.with_name(self.csv.name + ".partial")
+        with partial.open("w", encoding="utf-8", newline="") as file:
+            writer = csv.DictWriter(file, COLUMNS)
+            writer.writeheader()
+            writer.writerows({name: "" if value is None else value
+                              for name, value in row.items()} for row in self.rows)
+        os.replace(partial, self.csv)
+
+    def draw(self) -> None:
+        """Training and validation loss, and validation BLEU, against the step."""
+        figure = Figure(figsize=(9, 3.5), layout="constrained")
+        loss_axes, bleu_axes = figure.subplots(1, 2)
+        trained = [row for row in self.rows if row["loss"] is not None]
+        evaluated = [row for row in self.rows if row["val_bleu"] is not None]
+        loss_axes.plot([r["step"] for r in trained], [r["loss"] for r in trained],
+                       label="training (per token, since the last row)")
+        loss_axes.plot([r["step"] for r in evaluated], [r["val_loss"] for r in evaluated], "o-",
+                       label="validation (per token)")
+        loss_axes.set(xlabel="step", ylabel="loss", title="Loss")
+        loss_axes.legend(fontsize=8)
+        bleu_axes.plot([r["step"] for r in evaluated], [r["val_bleu"] for r in evaluated], "o-",
+                       color="tab:green")
+        bleu_axes.set(xlabel="step", ylabel="BLEU", title="Validation BLEU (sample)")
+        for axes in (loss_axes, bleu_axes):
+            axes.grid(alpha=0.3)
+        partial = self.chart.with_name("chart.partial.png")
+        FigureCanvasAgg(figure).print_png(str(partial))
+        os.replace(partial, self.chart)
+
+
+def read_log(path: str | Path) -> list[dict]:
+    """The rows of a run's log.csv, numbers as numbers and empty cells as None."""
+    with Path(path).open(encoding="utf-8", newline="") as file:
+        return [{name: _number(value) for name, value in row.items()}
+                for row in csv.DictReader(file)]
+
+
+def _number(text: str) -> int | float | None:
+    if text == "":
+        return None
+    return int(text) if text.lstrip("-").isdigit() else float(text)

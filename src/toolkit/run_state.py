@@ -1,0 +1,91 @@
+"""What a checkpoint must hold besides the weights for a run to go on exactly where it stopped.
+
+The next step depends on the weights, Adam's moments, the schedule's position, the data
+position (the step count: toolkit.batch_plan) and every random stream training draws from:
+torch's (dropout), the objective's generator, and the GPU's. Keep all of them and a resumed
+run takes bit for bit the steps it would have taken (on CPU; tested). And a checkpoint only
+fits the run that wrote it: another model, recipe, corpus or tokenizer is refused, naming
+what differs.
+"""
+
+import hashlib
+import json
+import pickle
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from toolkit.batches import EncodedPair
+from toolkit.checkpoints import FORMAT, CheckpointError, vocab_entry
+from toolkit.subwords import SubwordVocab
+from toolkit.vocab import Vocab
+
+
+def random_streams(generator: torch.Generator) -> dict[str, torch.Tensor | list]:
+    """The state of every random stream training reads."""
+    streams = {"torch": torch.get_rng_state(), "objective": generator.get_state()}
+    if torch.cuda.is_available():
+        streams["cuda"] = torch.cuda.get_rng_state_all()
+    if torch.backends.mps.is_available():
+        streams["mps"] = torch.mps.get_rng_state()
+    return streams
+
+
+def restore_random_streams(streams: dict, generator: torch.Generator) -> None:
+    torch.set_rng_state(streams["torch"])
+    generator.set_state(streams["objective"])
+    if "cuda" in streams and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(streams["cuda"])
+    if "mps" in streams and torch.backends.mps.is_available():
+        torch.mps.set_rng_state(streams["mps"])
+
+
+def data_fingerprint(
+    src_vocab: Vocab | SubwordVocab, tgt_vocab: Vocab | SubwordVocab,
+    pairs: Sequence[EncodedPair],
+) -> str:
+    """A hash of the vocabularies and every encoded training pair: same corpus, same tokens."""
+    digest = hashlib.sha256()
+    for vocab in (src_vocab, tgt_vocab):
+        digest.update(json.dumps(vocab_entry(vocab), sort_keys=True).encode())
+    digest.update(pickle.dumps(list(pairs), protocol=5))
+    return digest.hexdigest()
+
+
+def load_run_state(path: Path, device: torch.device) -> dict:
+    """The whole checkpoint, training state included, or a message that says what to do."""
+    if not path.exists():
+        raise CheckpointError(f"--resume: there is no checkpoint at {path} to resume from: "
+                              f"start without --resume, or give the run's --output folder")
+    try:
+        payload = torch.load(path, map_location=device, weights_only=True)
+    except Exception as err:
+        raise CheckpointError(f"{path} cannot be read ({type(err).__name__}: {err}): it is not "
+                              f"a checkpoint this command wrote") from err
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT \
+            or "training" not in payload:
+        raise CheckpointError(f"{path} holds no training state (only a run's last.pt does): "
+                              f"it cannot be resumed")
+    return payload
+
+
+def check_same_run(training: dict, settings: dict, fingerprint: str, world_size: int,
+                   path: Path) -> None:
+    """Refuse a checkpoint from another configuration, corpus or tokenizer, saying what differs."""
+    saved = training["settings"]
+    differences = [f"--{name.replace('_', '-')}: the checkpoint has {saved.get(name)!r}, this "
+                   f"run {settings.get(name)!r}"
+                   for name in sorted(set(saved) | set(settings))
+                   if saved.get(name) != settings.get(name)]
+    if training["world_size"] != world_size:
+        differences.append(f"processes: the checkpoint was trained on {training['world_size']}, "
+                           f"this run has {world_size}")
+    if not differences and training["data"] != fingerprint:
+        differences.append("the corpus gives other training pairs or vocabularies than the "
+                           "checkpoint's (same options, but the files changed?)")
+    if differences:
+        raise CheckpointError(f"{path} is from another run, so it cannot be resumed:\n  "
+                              + "\n  ".join(differences)
+                              + "\nResume with the options it was trained with, or train "
+                                "afresh into another --output folder")

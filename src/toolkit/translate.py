@@ -1,0 +1,72 @@
+"""Translate with a saved model from the command line, one sentence per line.
+
+    python -m toolkit.translate build/train/best.pt "The dog sees the cat."
+    python -m toolkit.translate build/train/best.pt < sentences.txt > translations.txt
+
+Sentences come from the arguments, or else from standard input, and each gets exactly one
+output line, in order: an empty line stays empty, and a sentence the model cannot take (longer
+than its positions reach) gets an empty line and a note on standard error, so the output
+still lines up with the input. Unknown words are noted there too.
+"""
+
+import argparse
+import sys
+
+import torch
+
+from toolkit.batches import encode_source
+from toolkit.checkpoints import CheckpointError, load_checkpoint
+from toolkit.decoding import translate
+from toolkit.subwords import SubwordVocab
+from toolkit.tokens import detokenize, tokenize
+from toolkit.training_run import pick_device
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m toolkit.translate",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("checkpoint", help="a checkpoint: a run's best.pt or last.pt, or any "
+                                           "file save_checkpoint wrote")
+    parser.add_argument("sentences", nargs="*", help="sentences to translate (default: one per "
+                                                     "line from standard input)")
+    parser.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda", "mps"])
+    parser.add_argument("--batch-size", type=int, default=100, help="sentences decoded at once")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        saved = load_checkpoint(args.checkpoint, pick_device(args.device))
+    except (CheckpointError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    lines = args.sentences or [line.rstrip("\n") for line in sys.stdin]
+    limit = saved.config.get("max_seq_len")
+    translatable: dict[int, str] = {}
+    for number, line in enumerate(lines, start=1):
+        words = tokenize(line)
+        if not words:
+            continue
+        length = len(encode_source(words, saved.src_vocab))
+        if limit is not None and length > limit:
+            print(f"line {number}: {length} source tokens, more than the model's max_seq_len "
+                  f"{limit}: not translated (split it into shorter sentences)", file=sys.stderr)
+            continue
+        unknown = [] if isinstance(saved.src_vocab, SubwordVocab) else \
+            saved.src_vocab.unknown(words)
+        if unknown:
+            print(f"line {number}: not in the vocabulary, read as <unk>: {' '.join(unknown)}",
+                  file=sys.stderr)
+        translatable[number] = line
+    with torch.inference_mode():
+        outputs = translate(saved.model, list(translatable.values()), saved.src_vocab,
+                            saved.tgt_vocab, saved.model.out_proj.weight.device, args.batch_size)
+    done = dict(zip(translatable, outputs, strict=True))
+    for number in range(1, len(lines) + 1):
+        print(detokenize(done[number]) if number in done else "", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

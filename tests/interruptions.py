@@ -1,0 +1,95 @@
+"""Start a training command as a real process, and stop it from outside at a chosen step."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from toolkit.run_log import read_log
+
+# A model small enough that a run takes seconds, with dropout (the paper recipe's 0.1), so
+# that a resume which lost a random stream would show.
+TINY = ["--embed-dim", "16", "--num-heads", "2", "--ff-dim", "32", "--num-layers", "1",
+        "--train-pairs", "300", "--batch-size", "8", "--eval-every", "10",
+        "--eval-sentences", "10", "--log-every", "1", "--save-every", "7"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def single(*options: str) -> list[str]:
+    return [sys.executable, "-m", "toolkit.train", *options]
+
+
+def ddp(nproc: int, *options: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc-per-node={nproc}", "-m", "toolkit.train_ddp", *options]
+
+
+def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=timeout)
+
+
+def logged_steps(folder: Path) -> int:
+    """The last step log.csv holds (0 before the first row)."""
+    try:
+        rows = read_log(folder / "log.csv")
+    except (FileNotFoundError, ValueError):
+        return 0
+    return rows[-1]["step"] if rows else 0
+
+
+def stop_at(command: list[str], folder: Path, step: int, how: signal.Signals,
+            timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `command` and send `how` to it and every process it started (torchrun starts its
+    workers in sessions of their own) once it has logged `step`."""
+    process = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while logged_steps(folder) < step:
+            if process.poll() is not None:
+                raise AssertionError(f"the run ended before step {step}:\n"
+                                     f"{process.stderr.read()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the run did not reach step {step} in {timeout} s")
+            time.sleep(0.005)
+        for pid in [process.pid, *descendants(process.pid)]:  # torchrun's workers too
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, how)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes `pid` started, and theirs, from /proc."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def saved(path: Path) -> dict:
+    return torch.load(path, weights_only=True)
+
+
+def differing_parameters(a: Path, b: Path) -> dict[str, float]:
+    """Every parameter whose bits differ between two checkpoints, with the largest gap."""
+    first, second = saved(a)["state_dict"], saved(b)["state_dict"]
+    assert first.keys() == second.keys()
+    return {name: (first[name] - second[name]).abs().max().item()
+            for name in first if not torch.equal(first[name], second[name])}

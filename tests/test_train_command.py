@@ -1,0 +1,208 @@
+"""`python -m toolkit.train`: a run killed anywhere and resumed ends bit for bit where an
+uninterrupted run ends; Ctrl-C saves first; evaluation keeps the best model and draws no
+random numbers from training; a checkpoint from another run, and bad options, are refused
+with the reason. Every run here is a real process on the built-in corpus."""
+
+import random
+import signal
+import subprocess
+import sys
+
+import pytest
+import torch
+from interruptions import TINY, differing_parameters, run, saved, single, stop_at
+
+from toolkit.checkpoints import load_checkpoint
+from toolkit.data import load_data
+from toolkit.decoding import translate
+from toolkit.metrics import bleu
+from toolkit.run_log import read_log
+from toolkit.training_run import evaluation_sample
+
+STEPS = 60
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The reference: the whole run in one go."""
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    result = run(single("--output", str(folder), "--steps", str(STEPS), *TINY))
+    assert result.returncode == 0, result.stderr
+    assert f"checkpoint: {folder / 'last.pt'} (step {STEPS})" in result.stdout
+    return folder
+
+
+def test_a_run_killed_at_a_random_step_resumes_to_the_same_bits(uninterrupted, tmp_path):
+    """Fails if the resume loses Adam's moments, the schedule, the data position, the dropout
+    stream, or takes a step twice; the paper recipe's dropout makes the random streams count."""
+    kill_at = random.SystemRandom().randint(3, STEPS - 10)
+    options = ["--output", str(tmp_path), "--steps", str(STEPS), *TINY]
+    killed = stop_at(single(*options), tmp_path, kill_at, signal.SIGKILL)
+    assert killed.returncode == -signal.SIGKILL
+    reached = saved(tmp_path / "last.pt")["training"]["progress"]["step"]
+    assert reached < STEPS, f"killed at step {kill_at}, yet the run had finished"
+    resumed = run(single(*options, "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming at step {reached + 1} of {STEPS}" in resumed.stdout
+    assert differing_parameters(uninterrupted / "last.pt", tmp_path / "last.pt") == {}, \
+        f"killed after step {kill_at}, resumed from step {reached}"
+    # The log tells the run as if it never stopped: one row per step, the same losses.
+    assert [r["loss"] for r in read_log(tmp_path / "log.csv")] == \
+        [r["loss"] for r in read_log(uninterrupted / "log.csv")]
+
+
+def test_ctrl_c_saves_a_checkpoint_and_the_resumed_run_ends_the_same(uninterrupted, tmp_path):
+    options = ["--output", str(tmp_path), "--steps", str(STEPS), *TINY]
+    stopped = stop_at(single(*options), tmp_path, 12, signal.SIGINT)
+    assert stopped.returncode == 128 + signal.SIGINT, stopped.stderr
+    step = saved(tmp_path / "last.pt")["training"]["progress"]["step"]
+    assert f"stopped by SIGINT after step {step}" in stopped.stdout
+    assert 12 <= step < STEPS and step % 7 != 0  # saved on the signal, not on the schedule
+    assert run(single(*options, "--resume")).returncode == 0
+    assert differing_parameters(uninterrupted / "last.pt", tmp_path / "last.pt") == {}
+
+
+def test_evaluating_more_often_changes_no_training_step(uninterrupted, tmp_path):
+    """Fails if evaluation moves a random stream training reads, or leaves the model in eval
+    mode (no dropout)."""
+    options = ["--output", str(tmp_path), "--steps", str(STEPS), *TINY, "--eval-every", "3"]
+    assert run(single(*options)).returncode == 0
+    assert differing_parameters(uninterrupted / "last.pt", tmp_path / "last.pt") == {}
+    evaluations = [r for r in read_log(tmp_path / "log.csv") if r["val_bleu"] is not None]
+    assert [r["step"] for r in evaluations] == list(range(3, STEPS + 1, 3))
+
+
+def test_best_pt_holds_the_model_with_the_best_logged_bleu(uninterrupted):
+    rows = [r for r in read_log(uninterrupted / "log.csv") if r["val_bleu"] is not None]
+    best = max(rows, key=lambda r: r["val_bleu"])
+    progress = saved(uninterrupted / "last.pt")["training"]["progress"]
+    assert (progress["best_step"], progress["best_bleu"]) == (best["step"], best["val_bleu"])
+    # Translating the same validation sample with best.pt gives that BLEU again.
+    restored = load_checkpoint(uninterrupted / "best.pt")
+    data = load_data()
+    sample = evaluation_sample(data, 10, seed=0)
+    sources, references = data.sources("validation"), data.references("validation")
+    hypotheses = translate(restored.model, [sources[i] for i in sample], restored.src_vocab,
+                           restored.tgt_vocab)
+    assert bleu(hypotheses, [references[i] for i in sample]).score == pytest.approx(
+        best["val_bleu"], abs=1e-9)
+    assert (uninterrupted / "chart.png").stat().st_size > 10_000
+
+
+def test_patience_stops_a_run_that_no_longer_improves(tmp_path):
+    # A learning rate of 1e-12 leaves the translations, and so BLEU, where they are.
+    result = run(single("--output", str(tmp_path), "--steps", "100", *TINY, "--lr", "1e-12",
+                        "--eval-every", "5", "--patience", "2"))
+    assert result.returncode == 0, result.stderr
+    assert "stopped early: 2 evaluations without a better BLEU" in result.stdout
+    assert read_log(tmp_path / "log.csv")[-1]["step"] == 15  # best at 5, then 10 and 15
+
+
+def test_bf16_autocast_trains_on_cpu_with_float32_weights(tmp_path):
+    result = run(single("--output", str(tmp_path), "--steps", "40", *TINY, "--precision", "bf16",
+                        "--warmup-steps", "5", "--lr", "3e-3"))
+    assert result.returncode == 0, result.stderr
+    losses = [r["loss"] for r in read_log(tmp_path / "log.csv")]
+    assert all(map(torch.isfinite, torch.tensor(losses)))
+    assert sum(losses[-5:]) / 5 < 0.9 * sum(losses[:5]) / 5  # from 6.1 to about 5.2
+    weights = saved(tmp_path / "last.pt")["state_dict"]
+    assert {t.dtype for t in weights.values() if t.is_floating_point()} == {torch.float32}
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    (["--embed-dim", "32"], "--embed-dim: the checkpoint has 16, this run 32"),
+    (["--tokenizer", "bpe", "--vocab-size", "200"], "--tokenizer: the checkpoint has 'word'"),
+    (["--train-pairs", "200"], "--train-pairs: the checkpoint has 300, this run 200"),
+])
+def test_a_checkpoint_from_another_run_is_refused_with_what_differs(
+        uninterrupted, tmp_path, change, named):
+    (tmp_path / "last.pt").write_bytes((uninterrupted / "last.pt").read_bytes())
+    result = run(single("--output", str(tmp_path), "--steps", str(STEPS + 5), *TINY, *change,
+                        "--resume"))
+    assert result.returncode == 2
+    assert "is from another run, so it cannot be resumed" in result.stderr
+    assert named in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_changed_corpus_file_is_refused_even_with_the_same_options(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [f'{{"translation": {{"en": "the dog {i} sleeps .", "de": "der Hund {i} schläft ."}}}}'
+            for i in range(400)]
+    corpus.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    options = ["--output", str(tmp_path / "run"), "--corpus", str(corpus), "--steps", "3", *TINY]
+    assert run(single(*options)).returncode == 0
+    # The same words, so the same vocabularies: only one pair's word order changes.
+    rows[0] = rows[0].replace("der Hund 0 schläft", "schläft der Hund 0")
+    corpus.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    result = run(single(*options[:5], "6", *TINY, "--resume"))
+    assert result.returncode == 2
+    assert "the corpus gives other training pairs or vocabularies" in result.stderr
+
+
+def test_a_finished_run_is_never_overwritten_and_resume_needs_a_checkpoint(
+        uninterrupted, tmp_path):
+    again = run(single("--output", str(uninterrupted), *TINY))
+    assert again.returncode != 0 and "add --resume" in again.stderr
+    nothing = run(single("--output", str(tmp_path), *TINY, "--resume"))
+    assert nothing.returncode != 0 and "no checkpoint at" in nothing.stderr
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--num-heads", "3"], "--embed-dim 16 is not divisible by --num-heads 3"),
+    (["--dropout", "1.5"], "--dropout must be in [0, 1)"),
+    (["--tie-embeddings", "all"], "--tie-embeddings all needs --shared-vocab"),
+    (["--tokenizer", "sentencepiece"], "invalid choice: 'sentencepiece'"),
+    (["--corpus", "/no/such/corpus.jsonl"], "no corpus file or folder at /no/such/corpus.jsonl"),
+    (["--batch-size", "400"], "300 training pairs do not fill one step of 400 pairs"),
+])
+def test_bad_options_are_refused_before_training_with_a_message(tmp_path, options, message):
+    result = run(single("--output", str(tmp_path / "run"), *TINY, *options))
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run" / "last.pt").exists()
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_first(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = run(single("--output", str(blocker / "run"), *TINY))
+    assert result.returncode != 0 and "cannot be written" in result.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_a_device_that_is_not_there_is_named():
+    result = run(single("--device", "cuda", *TINY))
+    assert result.returncode != 0
+    assert "--device cuda: no CUDA device is available here" in result.stderr
+
+
+def test_help_explains_every_option():
+    text = subprocess.run(single("--help"), capture_output=True, text=True, check=True).stdout
+    for option in ("--corpus", "--tokenizer", "--vocab-size", "--max-tokens", "--device",
+                   "--precision", "--resume", "--eval-every", "--patience", "--recipe"):
+        assert option in text
+
+
+def test_translate_keeps_every_line_in_place(uninterrupted):
+    lines = "The dog sees the cat.\n\nThe zebra sleeps.\n" + "dog " * 300 + "\n"
+    result = subprocess.run([sys.executable, "-m", "toolkit.translate",
+                             str(uninterrupted / "best.pt")], input=lines,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    output = result.stdout.split("\n")
+    assert len(output) == 5 and output[4] == ""  # four lines in, four out (and the last \n)
+    assert output[0] and output[1] == "" and output[2] and output[3] == ""
+    assert "line 3: not in the vocabulary, read as <unk>: zebra" in result.stderr
+    assert "line 4: 301 source tokens, more than the model's max_seq_len 256" in result.stderr
+
+
+def test_translate_says_what_is_wrong_with_a_checkpoint(tmp_path):
+    broken = tmp_path / "broken.pt"
+    broken.write_bytes(b"not a checkpoint")
+    result = subprocess.run([sys.executable, "-m", "toolkit.translate", str(broken), "Hello."],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "is not a readable checkpoint" in result.stderr
+    assert "Traceback" not in result.stderr
