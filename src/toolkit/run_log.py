@@ -32,8 +32,8 @@ class RunLog:
         with partial.open("w", encoding="utf-8", newline="") as file:
             writer = csv.DictWriter(file, COLUMNS)
             writer.writeheader()
-            writer.writerows({name: "" if value is None else value
-                              for name, value in row.items()} for row in self.rows)
+            writer.writerows({name: _cell(name, value) for name, value in row.items()}
+                             for row in self.rows)
         os.replace(partial, self.csv)
 
     def draw(self) -> None:
@@ -63,6 +63,17 @@ def read_log(path: str | Path) -> list[dict]:
     with Path(path).open(encoding="utf-8", newline="") as file:
         return [{name: _number(value) for name, value in row.items()}
                 for row in csv.DictReader(file)]
+
+
+FORMATS = {"loss": "{:.6g}", "val_loss": "{:.6g}", "lr": "{:.4e}",
+           "target_tokens_per_s": "{:.0f}", "val_bleu": "{:.2f}"}
+
+
+def _cell(name: str, value: float | int | None) -> str:
+    """Enough digits to compare runs, not so many that the file is unreadable."""
+    if value is None:
+        return ""
+    return FORMATS.get(name, "{}").format(value)
 
 
 def _number(text: str) -> int | float | None:

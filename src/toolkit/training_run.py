@@ -368,7 +368,8 @@ def report(result: RunResult, args: argparse.Namespace, world: World) -> list[st
     """The closing lines a run prints, with where its files are."""
     progress = result.progress
     lines = [f"{result.steps_now} steps on {world.size} process(es) in "
-             f"{result.seconds_now:.2f} s: {result.steps_now / result.seconds_now:.2f} steps/s, "
+             f"{result.seconds_now:.2f} s of training (evaluation and saving left out): "
+             f"{result.steps_now / result.seconds_now:.2f} steps/s, "
              f"{result.pairs_now / result.seconds_now:.0f} pairs/s"]
     if progress.best_bleu is not None:
         lines.append(f"best validation BLEU {progress.best_bleu:.1f} at step "
