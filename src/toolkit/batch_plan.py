@@ -34,8 +34,8 @@ class BatchPlan:
         self.world_size = world_size
         self.budget = None
         if max_tokens is not None:
-            self.budget = TokenBudgetSampler(pair_lengths(pairs), max_tokens * world_size, seed,
-                                             min_pairs=world_size)
+            self.budget = TokenBudgetSampler(pair_lengths(pairs), max_tokens * world_size, seed)
+            self.budget.cuts = at_least(self.budget.cuts, len(pairs), world_size)
             self.steps_per_epoch = len(self.budget)
         else:
             self.steps_per_epoch = len(pairs) // (batch_size * world_size)
@@ -68,3 +68,15 @@ class BatchPlan:
         size = self.batch_size * self.world_size
         return [order[i * size : (i + 1) * size].tolist() for i in range(self.steps_per_epoch)]
 
+
+def at_least(cuts: list[int], count: int, min_pairs: int) -> list[int]:
+    """Drop the cuts that would leave a batch of fewer than `min_pairs` sorted pairs (one per
+    process): such a batch joins the next one, or the one before it at the end."""
+    kept, start = [], 0
+    for cut in cuts:
+        if cut - start >= min_pairs:
+            kept.append(cut)
+            start = cut
+    if kept and count - kept[-1] < min_pairs:
+        kept.pop()
+    return kept

@@ -32,20 +32,17 @@ class TokenBudgetSampler(Sampler[list[int]]):
     """Yield lists of pair indices, a batch each; the same seed and epoch give the same batches."""
 
     def __init__(
-        self, lengths: np.ndarray, max_tokens: int, seed: int = 0, shuffle: bool = True,
-        min_pairs: int = 1,
+        self, lengths: np.ndarray, max_tokens: int, seed: int = 0, shuffle: bool = True
     ):
         if max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive number of tokens, got {max_tokens}")
         self.lengths = np.asarray(lengths, dtype=np.int64).reshape(-1, 2)  # (pairs, 2): src, tgt
-        if 0 < len(self.lengths) < min_pairs:
-            raise ValueError(f"{len(self.lengths)} pairs cannot fill one batch of at least "
-                             f"{min_pairs} pairs")
         self.max_tokens, self.seed, self.shuffle = max_tokens, seed, shuffle
         self.epoch = 0
         # The sorted sequence of lengths is the same whatever order ties take, so the cuts
         # between batches are too: find them once.
-        self.cuts = _cuts(self.lengths[_by_length(self.lengths)], max_tokens, min_pairs)
+        self.cuts = _cuts(self.lengths[_by_length(self.lengths)],
+                          max_tokens)
 
     def set_epoch(self, epoch: int) -> None:
         """Choose the epoch the next iteration draws, as DistributedSampler does (for resuming)."""
@@ -79,21 +76,14 @@ def _by_length(lengths: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(len(lengths)), lengths[:, 1], lengths[:, 0]))
 
 
-def _cuts(sorted_lengths: np.ndarray, max_tokens: int, min_pairs: int = 1) -> list[int]:
-    """Where to cut the sorted pairs so each batch's padded tokens stay within the budget.
-
-    A batch holds at least `min_pairs` pairs even past the budget (one per process, when
-    processes share a batch), and a short tail joins the batch before it.
-    """
+def _cuts(sorted_lengths: np.ndarray, max_tokens: int) -> list[int]:
+    """Where to cut the sorted pairs so each batch's padded tokens stay within the budget."""
     cuts, start, longest_src, longest_tgt = [], 0, 0, 0
     for position, (src_len, tgt_len) in enumerate(sorted_lengths.tolist()):
         longest_src, longest_tgt = max(longest_src, src_len), max(longest_tgt, tgt_len)
-        over = (position - start + 1) * (longest_src + longest_tgt) > max_tokens
-        if over and position - start >= min_pairs:
+        if (position - start + 1) * (longest_src + longest_tgt) > max_tokens and position > start:
             cuts.append(position)  # this pair starts the next batch
             start, longest_src, longest_tgt = position, src_len, tgt_len
-    if cuts and len(sorted_lengths) - cuts[-1] < min_pairs:
-        cuts.pop()
     return cuts
 
 

@@ -8,6 +8,8 @@ computes the newest position. The model's own modules do all the maths (stage 07
 `decode` takes the cache), so the tokens are exactly those of `greedy_decode` (tested).
 """
 
+import inspect
+
 import torch
 from torch import nn
 
@@ -38,6 +40,12 @@ class GrowingKeysValues:
         self.length = end
         return self.keys[:, :, :end], self.values[:, :, :end]  # (batch, heads, end, head_dim)
 
+    def reorder(self, order: torch.Tensor) -> None:
+        """Row i now continues row order[i]'s prefix (beam search): move its past along."""
+        if self.keys is not None:
+            self.keys[:, :, : self.length] = self.keys[order, :, : self.length]
+            self.values[:, :, : self.length] = self.values[order, :, : self.length]
+
 
 class FixedKeysValues:
     """Cross-attention's keys and values: the encoder output is fixed, so project it once."""
@@ -58,6 +66,12 @@ class DecoderCache:
     def __init__(self, num_layers: int, limit: int):
         self.layers = [(GrowingKeysValues(limit), FixedKeysValues()) for _ in range(num_layers)]
 
+    def reorder(self, order: torch.Tensor) -> None:
+        """Beams moved between rows of one sentence: the growing keys follow them. The
+        cross-attention keys are the same for every row of a sentence, so they stay."""
+        for growing, _ in self.layers:
+            growing.reorder(order)
+
     def start(self, tgt: torch.Tensor) -> int:
         """The position of the token being fed: how many the cache already holds."""
         if tgt.size(1) != 1:
@@ -72,9 +86,7 @@ def cached_greedy_decode(
     """Same contract as `toolkit.decoding.greedy_decode`, for stage-07 models."""
     limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
     limit = max(int(limits.max()), 1)
-    embed_dim = model.tgt_embed.embedding_dim
-    # The model's own positions say whether they reach the last step, before any work.
-    model.positions(torch.zeros(1, 1, embed_dim, device=src.device), start=limit - 1)
+    check_positions(model, limit, src.device)
     with restoring_mode(model, training=False):
         src_padding = src == PAD_ID  # (batch, src_len)
         memory = model.encode(src, src_padding)  # (batch, src_len, embed_dim), once
@@ -86,3 +98,15 @@ def cached_greedy_decode(
             return logits[:, -1]  # (batch, tgt_vocab)
 
         return greedy_loop(next_logits, limits)
+
+
+def check_positions(model: nn.Module, limit: int, device: torch.device) -> None:
+    """The model's own positions say whether they reach the last step, before any work."""
+    embed_dim = model.tgt_embed.embedding_dim
+    model.positions(torch.zeros(1, 1, embed_dim, device=device), start=limit - 1)
+
+
+def supports_cache(model: nn.Module) -> bool:
+    """Stage 07's decode takes a cache; earlier stages (and wrappers) rerun every step."""
+    decode = getattr(model, "decode", None)
+    return decode is not None and "cache" in inspect.signature(decode).parameters

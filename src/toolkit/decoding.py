@@ -64,7 +64,6 @@ def translate(
             f"write translate(model, [sentence], ...)"
         )
     translations: list[list[str]] = []
-    positions = getattr(model, "config", {}).get("max_seq_len")  # stages 04-07 have a limit
     for start in range(0, len(sentences), batch_size):
         chunk = sentences[start : start + batch_size]
         encoded = []
@@ -80,8 +79,6 @@ def translate(
             encoded.append(encode_source(tokens, src_vocab))
         src = pad(encoded).to(device)  # (batch, src_len)
         limits = torch.tensor([len(ids) for ids in encoded], device=device) + extra_len
-        if positions is not None:  # the decoder's input never outgrows its positions
-            limits = limits.clamp(max=positions)
         for ids in greedy_decode(model, src, max_len=limits):
             translations.append(tgt_vocab.decode(ids))
     return translations

@@ -21,6 +21,7 @@ PRECISIONS = {  # name: (parameter dtype, autocast dtype)
     "float64": (torch.float64, None),
 }
 TIES = {"none": False, "output": True, "all": "all"}
+EXTRA_LEN = 10  # how much longer than its source a translation may grow (decoding.translate)
 # Options a resumed run may change: they decide how long and how loudly it trains, or where
 # it runs, never which step comes next.
 RESUMABLE_CHANGES = ("steps", "epochs", "patience", "output", "resume", "device", "log_every",
@@ -44,7 +45,7 @@ def build_parser(prog: str, description: str, default_output: Path) -> argparse.
                       help="tokens per vocabulary, special tokens included (BPE: 8000)")
     data.add_argument("--shared-vocab", action="store_true",
                       help="one vocabulary for both languages, as the paper's BPE")
-    data.add_argument("--max-len", type=int, default=None,
+    data.add_argument("--max-len", type=int, default=128,
                       help="drop pairs with a side longer than this many tokens")
     data.add_argument("--max-train-pairs", type=int, default=None,
                       help="a seeded subsample of the training split")
@@ -147,8 +148,10 @@ def parse_options(parser: argparse.ArgumentParser, argv: list[str] | None) -> ar
                      f"{args.num_heads}")
     if args.tie_embeddings == "all" and not args.shared_vocab:
         parser.error("--tie-embeddings all needs --shared-vocab (one vocabulary for both sides)")
-    if args.max_len is not None and args.max_len > args.max_seq_len:
-        parser.error(f"--max-len {args.max_len} is longer than --max-seq-len {args.max_seq_len}")
+    if args.max_len + EXTRA_LEN > args.max_seq_len:
+        parser.error(f"--max-len {args.max_len} leaves no room in --max-seq-len "
+                     f"{args.max_seq_len} for a translation {EXTRA_LEN} tokens longer than its "
+                     f"source: lower --max-len or raise --max-seq-len")
     return args
 
 

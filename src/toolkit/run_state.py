@@ -19,6 +19,7 @@ import torch
 from toolkit.batches import EncodedPair
 from toolkit.checkpoints import FORMAT, CheckpointError, vocab_entry
 from toolkit.subwords import SubwordVocab
+from toolkit.training import PaperOptimizer
 from toolkit.vocab import Vocab
 
 
@@ -39,6 +40,18 @@ def restore_random_streams(streams: dict, generator: torch.Generator) -> None:
         torch.cuda.set_rng_state_all(streams["cuda"])
     if "mps" in streams and torch.backends.mps.is_available():
         torch.mps.set_rng_state(streams["mps"])
+
+
+def optimizer_state(optimizer: PaperOptimizer) -> dict:
+    """Adam's moments and step counts, the schedule's position and the loss scaler's."""
+    return {"adam": optimizer.optimizer.state_dict(),
+            "schedule": optimizer.scheduler.state_dict(), "scaler": optimizer.scaler.state_dict()}
+
+
+def restore_optimizer(optimizer: PaperOptimizer, state: dict) -> None:
+    optimizer.optimizer.load_state_dict(state["adam"])
+    optimizer.scheduler.load_state_dict(state["schedule"])
+    optimizer.scaler.load_state_dict(state["scaler"])
 
 
 def data_fingerprint(

@@ -85,16 +85,6 @@ class PaperOptimizer:
         return torch.autocast(self.device_type, dtype=self.autocast,
                               enabled=self.autocast is not None)
 
-    def state_dict(self) -> dict:
-        """Everything the next step depends on besides the weights, for resuming a run."""
-        return {"adam": self.optimizer.state_dict(), "schedule": self.scheduler.state_dict(),
-                "scaler": self.scaler.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.optimizer.load_state_dict(state["adam"])
-        self.scheduler.load_state_dict(state["schedule"])
-        self.scaler.load_state_dict(state["scaler"])
-
     def step(self, loss: torch.Tensor) -> float:
         """Backpropagate, clip, update the weights and the rate; return the rate this step used."""
         self.optimizer.zero_grad(set_to_none=True)

@@ -38,7 +38,9 @@ from toolkit.run_state import (
     check_same_run,
     data_fingerprint,
     load_run_state,
+    optimizer_state,
     random_streams,
+    restore_optimizer,
     restore_random_streams,
 )
 from toolkit.stage_api import count_parameters
@@ -218,7 +220,7 @@ def run_training(
         saved = load_run_state(last, world.device)
         check_same_run(saved["training"], settings, fingerprint, world.size, last)
         model.load_state_dict(saved["state_dict"])
-        optimizer.load_state_dict(saved["training"]["optimizer"])
+        restore_optimizer(optimizer, saved["training"]["optimizer"])
         restore_random_streams(saved["training"]["random"][world.rank], generator)
         progress = Progress(**saved["training"]["progress"])
     log = RunLog(args.output, keep_through=progress.step) if world.main else None
@@ -232,7 +234,7 @@ def run_training(
         streams = world.gather(random_streams(generator))  # every process takes part
         if world.main:
             training = {"settings": settings, "data": fingerprint, "world_size": world.size,
-                        "optimizer": optimizer.state_dict(), "random": streams,
+                        "optimizer": optimizer_state(optimizer), "random": streams,
                         "progress": vars(progress)}
             save_checkpoint(last, model, data.src_vocab, data.tgt_vocab, training)
 

@@ -17,6 +17,7 @@ import torch
 from toolkit.batches import encode_source
 from toolkit.checkpoints import CheckpointError, load_checkpoint
 from toolkit.decoding import translate
+from toolkit.run_options import EXTRA_LEN
 from toolkit.subwords import SubwordVocab
 from toolkit.tokens import detokenize, tokenize
 from toolkit.training_run import pick_device
@@ -49,9 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         if not words:
             continue
         length = len(encode_source(words, saved.src_vocab))
-        if limit is not None and length > limit:
-            print(f"line {number}: {length} source tokens, more than the model's max_seq_len "
-                  f"{limit}: not translated (split it into shorter sentences)", file=sys.stderr)
+        if limit is not None and length + EXTRA_LEN > limit:
+            print(f"line {number}: {length} source tokens; the model's positions "
+                  f"(max_seq_len {limit}) leave room for sources of up to {limit - EXTRA_LEN}: "
+                  f"not translated (split it into shorter sentences)", file=sys.stderr)
             continue
         unknown = [] if isinstance(saved.src_vocab, SubwordVocab) else \
             saved.src_vocab.unknown(words)
@@ -61,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         translatable[number] = line
     with torch.inference_mode():
         outputs = translate(saved.model, list(translatable.values()), saved.src_vocab,
-                            saved.tgt_vocab, saved.model.out_proj.weight.device, args.batch_size)
+                            saved.tgt_vocab, saved.model.out_proj.weight.device, args.batch_size,
+                            EXTRA_LEN)
     done = dict(zip(translatable, outputs, strict=True))
     for number in range(1, len(lines) + 1):
         print(detokenize(done[number]) if number in done else "", flush=True)

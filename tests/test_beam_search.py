@@ -1,0 +1,176 @@
+"""Beam search: on hand-set probabilities it returns the best length-penalised hypothesis,
+worked out here by enumerating every sentence; with one beam it is greedy decoding; on the
+KV cache it gives the tokens of rerunning the model; a sentence's result never depends on
+its neighbours; n_best comes in score order with its scores."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from stages import stage07_multi_head as stage
+from toolkit.beam_search import beam_decode, beam_search, length_penalty
+from toolkit.decoding import greedy_decode
+from toolkit.vocab import BOS_ID, EOS_ID
+
+A, B, C = 4, 5, 6  # three words after the four special ids
+VOCAB = 7
+
+
+def scripted(table: dict[tuple[int, ...], dict[int, float]]):
+    """Next-token log-probabilities set by hand for each prefix (a missing prefix: uniform)."""
+
+    def next_log_probs(tokens: torch.Tensor) -> torch.Tensor:  # (rows, length) -> (rows, vocab)
+        rows = []
+        for row in tokens.tolist():
+            probabilities = table.get(tuple(row[1:]), {A: 1 / 4, B: 1 / 4, C: 1 / 4, EOS_ID: 1 / 4})
+            full = torch.full((VOCAB,), 1e-12, dtype=torch.float64)
+            for token, p in probabilities.items():
+                full[token] = p
+            rows.append((full / full.sum()).log())
+        return torch.stack(rows)
+
+    return next_log_probs
+
+
+def best_by_enumeration(table, limit: int, alpha: float) -> tuple[list[int], float]:
+    """Every sentence up to `limit` tokens, scored as the paper scores them: the true best."""
+    step = scripted(table)
+    best = ([], -math.inf)
+    for length in range(1, limit + 1):
+        for words in itertools.product([A, B, C, EOS_ID], repeat=length):
+            if EOS_ID in words[:-1] or (length < limit and words[-1] != EOS_ID):
+                continue  # a sentence ends at its first <eos>, or at the limit
+            prefix = torch.tensor([[BOS_ID, *words]])
+            log_prob = sum(float(step(prefix[:, : i + 1])[0, w]) for i, w in enumerate(words))
+            score = log_prob / length_penalty(length, alpha)
+            if score > best[1]:
+                best = ([w for w in words if w != EOS_ID], score)
+    return best
+
+
+def search(table, limit: int, beam_size: int, alpha: float = 0.6, n_best: int = 1):
+    return beam_search(scripted(table), lambda order: None, torch.tensor([limit]), beam_size,
+                       alpha, n_best)[0]
+
+
+# Greedy takes A (0.45 > 0.40), after which every word is unlikely; B then <eos> is better.
+GREEDY_IS_WRONG = {(): {A: 0.45, B: 0.40, EOS_ID: 0.15},
+                   (B,): {EOS_ID: 0.9, A: 0.1}}
+# Ending at once (0.4) beats every longer sentence, though A (0.5) is the likelier first step
+# and its continuations stay live until the limit.
+SHORT_BEATS_LONG = {(): {EOS_ID: 0.4, A: 0.5, B: 0.1},
+                    (A,): {A: 0.5, B: 0.5}, (A, A): {A: 0.5, B: 0.5},
+                    (A, B): {A: 0.5, B: 0.5}}
+# With α = 0 the short sentence wins; the length penalty lets the longer one win.
+PENALTY_DECIDES = {(): {EOS_ID: 0.34, A: 0.66},
+                   (A,): {EOS_ID: 0.2, B: 0.8}, (A, B): {EOS_ID: 0.6, C: 0.4}}
+
+# <eos> is the likeliest first step, yet with α = 1 the live A B <eos> ends with a better score:
+# a search that stopped when its best step ended would return the empty sentence.
+LIVE_OVERTAKES = {(): {EOS_ID: 0.5, A: 0.45, B: 0.05},
+                  (A,): {B: 0.99, EOS_ID: 0.01}, (A, B): {EOS_ID: 0.99, C: 0.01}}
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+@pytest.mark.parametrize("table", [GREEDY_IS_WRONG, SHORT_BEATS_LONG, PENALTY_DECIDES,
+                                   LIVE_OVERTAKES],
+                         ids=["greedy-is-wrong", "short-beats-long", "penalty-decides",
+                              "live-overtakes"])
+def test_the_search_returns_the_best_penalised_sentence(table, alpha):
+    tokens, score = best_by_enumeration(table, limit=4, alpha=alpha)
+    found = search(table, limit=4, beam_size=3, alpha=alpha)[0]
+    assert found.tokens == tokens
+    assert found.score == pytest.approx(score, abs=1e-6)  # the search adds in float32
+
+
+def test_the_cases_are_what_their_names_say():
+    """Each case really tells the searches apart (else the test above proves less)."""
+    assert search(GREEDY_IS_WRONG, 4, beam_size=1)[0].tokens[0] == A  # greedy
+    assert best_by_enumeration(GREEDY_IS_WRONG, 4, 0.6)[0] == [B]
+    assert best_by_enumeration(SHORT_BEATS_LONG, 4, 0.6)[0] == []
+    assert search(SHORT_BEATS_LONG, 4, beam_size=1)[0].tokens != []  # greedy never ends early
+    assert best_by_enumeration(PENALTY_DECIDES, 4, 0.0)[0] == []
+    assert best_by_enumeration(PENALTY_DECIDES, 4, 1.0)[0] == [A, B]
+    assert best_by_enumeration(LIVE_OVERTAKES, 4, 1.0)[0] == [A, B]
+
+
+def test_a_finished_hypothesis_is_never_extended():
+    """<eos> first is so likely that its continuations would fill the beam if it stayed live."""
+    table = {(): {EOS_ID: 0.6, A: 0.2, B: 0.2}}
+    hypotheses = search(table, limit=3, beam_size=3, n_best=3)
+    assert all(EOS_ID not in h.tokens for h in hypotheses)
+    assert len({tuple(h.tokens) for h in hypotheses}) == 3
+
+
+def test_n_best_comes_in_score_order_with_the_scores_of_its_tokens():
+    step = scripted(SHORT_BEATS_LONG)
+    hypotheses = search(SHORT_BEATS_LONG, limit=3, beam_size=3, n_best=3)
+    assert len(hypotheses) == 3
+    assert [h.score for h in hypotheses] == sorted((h.score for h in hypotheses), reverse=True)
+    for h in hypotheses:
+        words = h.tokens + ([EOS_ID] if len(h.tokens) < 3 else [])
+        prefix = torch.tensor([[BOS_ID, *words]])
+        log_prob = sum(float(step(prefix[:, : i + 1])[0, w]) for i, w in enumerate(words))
+        assert h.log_prob == pytest.approx(log_prob, abs=1e-6)
+        assert h.score == pytest.approx(log_prob / length_penalty(len(words), 0.6), abs=1e-6)
+    with pytest.raises(ValueError, match="n_best=5 must be between 1 and beam_size=3"):
+        search(SHORT_BEATS_LONG, 3, beam_size=3, n_best=5)
+
+
+CONFIGS = {
+    "small": {"embed_dim": 32, "num_heads": 4, "ff_dim": 64},
+    "deep": {"embed_dim": 24, "num_heads": 2, "num_encoder_layers": 3, "num_decoder_layers": 3},
+    "tied-scaled": {"embed_dim": 32, "num_heads": 2, "scale_embeddings": True,
+                    "tie_embeddings": True},
+}
+
+
+def random_model(config: str, seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return stage.Transformer(30, 40, **CONFIGS[config]).eval()
+
+
+def batch_of_unequal_lengths(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, 30, (6, 9), generator=ids)  # (batch, src_len)
+    for row, length in enumerate([9, 4, 7, 2, 9, 5]):
+        src[row, length:] = 0
+    return src, torch.tensor([12, 5, 12, 8, 3, 10])
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_one_beam_is_greedy_decoding(config):
+    model = random_model(config)
+    src, limits = batch_of_unequal_lengths()
+    greedy = greedy_decode(model, src, limits)
+    for cached in (True, False):
+        beams = beam_decode(model, src, limits, beam_size=1, cached=cached)
+        assert [h[0].tokens for h in beams] == greedy
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_the_cached_search_gives_the_tokens_of_rerunning_the_model(config):
+    """Without reordering the cache with the beams, rows read another hypothesis's past."""
+    model = random_model(config, seed=1)
+    src, limits = batch_of_unequal_lengths(seed=1)
+    cached = beam_decode(model, src, limits, beam_size=4, n_best=4)
+    rerun = beam_decode(model, src, limits, beam_size=4, n_best=4, cached=False)
+    assert [[h.tokens for h in hs] for hs in cached] == [[h.tokens for h in hs] for hs in rerun]
+    for mine, theirs in zip(cached, rerun, strict=True):
+        assert [h.score for h in mine] == pytest.approx([h.score for h in theirs], abs=1e-4)
+
+
+def test_a_sentence_gets_the_same_translation_alone_as_in_any_batch():
+    model = random_model("small", seed=2)
+    src, limits = batch_of_unequal_lengths(seed=2)
+    together = beam_decode(model, src, limits, beam_size=4)
+    for row in range(src.size(0)):
+        length = int((src[row] != 0).sum())
+        alone = beam_decode(model, src[row : row + 1, :length], limits[row : row + 1],
+                            beam_size=4)
+        assert alone[0][0].tokens == together[row][0].tokens
+    reversed_batch = beam_decode(model, src.flip(0), limits.flip(0), beam_size=4)
+    assert [h[0].tokens for h in reversed_batch] == [h[0].tokens for h in together][::-1]
+
