@@ -25,7 +25,7 @@ EXTRA_LEN = 10  # how much longer than its source a translation may grow (decodi
 # Options a resumed run may change: they decide how long and how loudly it trains, or where
 # it runs, never which step comes next.
 RESUMABLE_CHANGES = ("steps", "epochs", "patience", "output", "resume", "device", "log_every",
-                     "eval_every", "save_every")
+                     "eval_every", "save_every", "average_last")
 
 
 def build_parser(prog: str, description: str, default_output: Path) -> argparse.ArgumentParser:
@@ -102,6 +102,9 @@ def build_parser(prog: str, description: str, default_output: Path) -> argparse.
     run.add_argument("--patience", type=int, default=0,
                      help="stop after this many evaluations without a better BLEU (0: never)")
     run.add_argument("--log-every", type=int, default=50, help="steps between log.csv rows")
+    run.add_argument("--average-last", type=int, default=0,
+                     help="keep the last K scheduled checkpoints (step-N.pt) and write their "
+                          "average as averaged.pt at the end (the paper: 5; 0: off)")
     return parser
 
 
@@ -137,7 +140,7 @@ def parse_options(parser: argparse.ArgumentParser, argv: list[str] | None) -> ar
         value = getattr(args, name)
         if value is not None and value <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive, got {value}")
-    for name in ("warmup_steps", "patience", "train_pairs"):
+    for name in ("warmup_steps", "patience", "train_pairs", "average_last"):
         if getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} cannot be negative")
     for name in ("dropout", "label_smoothing"):

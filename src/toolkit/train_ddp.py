@@ -19,11 +19,13 @@ shards rarely hold the same number of them. So each process divides its summed l
 step's token count over all processes (one all-reduce), not its own.
 
 With dropout (the paper recipe's 0.1), each process seeds its random numbers apart
-(seed + rank) once DDP has made the replicas equal, so the processes draw different dropout
+(seed + 1 + rank) once DDP has made the replicas equal, so the processes draw different dropout
 masks, as one process would for different sentences. The replicas still take the same steps
 and stay identical, but no run with another number of processes draws the same masks: the
 runs agree in distribution, not bit for bit. A checkpoint holds every process's random
-streams, so `--resume` needs the same number of processes.
+streams, so `--resume` needs the same number of processes. Ctrl-C or SIGTERM (which
+torchrun passes on) stop every process at the next log row, agreed in one all-reduce, with a
+checkpoint; torchrun kills workers that take longer than its `--shutdown-timeout`.
 """
 
 import os
@@ -50,12 +52,17 @@ def parser():
     return build_parser(LAUNCH, __doc__.split("\n")[0], PROJECT_ROOT / "build" / "ddp")
 
 
-def join_process_group() -> World:
+def join_process_group(device: str = "auto") -> World:
     """Join the group torchrun started: NCCL between GPUs, gloo between CPU processes."""
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         raise SystemExit(f"toolkit.train_ddp must be started by torchrun, for example:\n  {LAUNCH}")
+    if device == "mps":
+        raise SystemExit("--device mps: DistributedDataParallel has no MPS backend; use "
+                         "python -m toolkit.train on one process")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device is available here; use --device cpu")
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    if torch.cuda.is_available():
+    if device != "cpu" and torch.cuda.is_available():
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
         dist.init_process_group("nccl", device_id=device)
@@ -103,7 +110,7 @@ def time_all_reduce(model: torch.nn.Module, device: torch.device, repeats: int =
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_options(parser(), argv)
-    world = join_process_group()
+    world = join_process_group(args.device)
     try:
         try:
             result = run_training(args, world, data_parallel(world))

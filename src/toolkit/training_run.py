@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -26,6 +27,7 @@ from torch import nn
 from tqdm import tqdm  # plain text: it must read the same in a terminal, a log and CI
 
 from stages import stage07_multi_head as stage
+from toolkit.averaging import average_checkpoints
 from toolkit.batch_plan import BatchPlan
 from toolkit.batches import loader
 from toolkit.checkpoints import save_checkpoint
@@ -140,6 +142,7 @@ class RunResult:
     seconds_now: float  # training alone: evaluation and checkpoints left out
     stopped_by: int | None = None  # the signal that stopped it, if one did
     early_stopped: bool = False
+    averaged: list[Path] | None = None  # the checkpoints averaged.pt averages
 
 
 def pick_device(name: str) -> torch.device:
@@ -179,14 +182,15 @@ def build_model(
     """Equal replicas in every process, then a random stream of each one's own for dropout.
 
     Returns the model and what trains it (a DDP replica, or the model itself). With one seed
-    everywhere, every process would draw the same dropout masks for its own sentences; rank 0
-    keeps the seed, so one process draws what it always drew.
+    everywhere, every process would draw the same dropout masks for its own sentences; so
+    each seeds its stream with seed + 1 + rank, which also never replays the numbers that drew
+    the initial weights.
     """
     torch.manual_seed(args.seed)  # the same initial weights everywhere; DDP also copies rank 0's
     model = stage.Transformer(src_vocab_size, tgt_vocab_size, **model_settings(args))
     model = model.to(world.device, PRECISIONS[args.precision][0])
     replica = wrap(model)
-    torch.manual_seed(args.seed + world.rank)
+    torch.manual_seed(args.seed + 1 + world.rank)
     return model, replica
 
 
@@ -209,6 +213,9 @@ def run_training(
     total_steps = args.steps or math.ceil(args.epochs * plan.steps_per_epoch)
     settings = run_settings(args)
     fingerprint = data_fingerprint(data.src_vocab, data.tgt_vocab, pairs)
+    if len(set(world.gather(fingerprint))) > 1:  # each machine reads and tokenizes on its own
+        raise ValueError("the processes loaded different training pairs or vocabularies: "
+                         "give every machine the same corpus files and options")
 
     model, replica = build_model(args, len(data.src_vocab), len(data.tgt_vocab), world, wrap)
     generator = torch.Generator().manual_seed(args.seed)
@@ -230,8 +237,10 @@ def run_training(
               f"per epoch; " + (f"resuming at step {progress.step + 1} of {total_steps:,}"
                                 if args.resume else f"{total_steps:,} steps"), flush=True)
 
-    def save() -> None:
+    def save(scheduled: bool) -> None:
         streams = world.gather(random_streams(generator))  # every process takes part
+        if world.main and scheduled and args.average_last:
+            keep_for_averaging(model, data, args.output, progress.step, args.average_last)
         if world.main:
             training = {"settings": settings, "data": fingerprint, "world_size": world.size,
                         "optimizer": optimizer_state(optimizer), "random": streams,
@@ -258,9 +267,10 @@ def run_training(
             lr = optimizer.step(scored.total * world.size / totals[1])
             progress.step = step
             window.add(totals, len(plan.indices(step - 1)))
-            log_now = step % args.log_every == 0 or step == total_steps
+            evaluate_now = step % args.eval_every == 0 or step == total_steps
+            log_now = step % args.log_every == 0 or evaluate_now  # every evaluation gets a row
             row = window.read() if log_now else {}
-            if step % args.eval_every == 0 or step == total_steps:
+            if evaluate_now:
                 with window.excluding():
                     if world.main:
                         row |= evaluate_during_training(model, data, sample, world.device)
@@ -279,20 +289,38 @@ def run_training(
             asked = stop.signal is not None
             if world.size == 1 or log_now:
                 stopped_by = stop.signal if world.any(asked) else None
-            if step % args.save_every == 0 or step == total_steps or stopped_by or early_stop:
+            scheduled = step % args.save_every == 0 or step == total_steps
+            if scheduled or stopped_by or early_stop:
                 progress.seconds += time.perf_counter() - start
                 start = time.perf_counter()
                 with window.excluding():
-                    save()
+                    save(scheduled)
             bar.update()
-            if row:
+            if "loss" in row:
                 bar.set_postfix(loss=f"{row['loss']:.3f}", refresh=False)
             if stopped_by or early_stop:
                 break
     bar.close()
     progress.seconds += time.perf_counter() - start
+    averaged = None
+    if world.main and args.average_last and stopped_by is None:
+        averaged = sorted(args.output.glob("step-*.pt"))
+        average_checkpoints(averaged, args.output / "averaged.pt")
     return RunResult(model, data, progress, progress.step - first_step + 1, window.pairs,
-                     window.training_seconds(), stopped_by, early_stop)
+                     window.training_seconds(), stopped_by, early_stop, averaged)
+
+
+def keep_for_averaging(
+    model: nn.Module, data: CourseData, folder: Path, step: int, keep: int,
+) -> None:
+    """Save this step's weights as step-N.pt and delete all but the newest `keep` of them.
+
+    Written before last.pt: a run killed between the two redoes this step on resume and
+    writes the same file again.
+    """
+    save_checkpoint(folder / f"step-{step:08d}.pt", model, data.src_vocab, data.tgt_vocab)
+    for old in sorted(folder.glob("step-*.pt"))[:-keep]:
+        old.unlink()
 
 
 class Window:
@@ -376,6 +404,10 @@ def report(result: RunResult, args: argparse.Namespace, world: World) -> list[st
     if progress.best_bleu is not None:
         lines.append(f"best validation BLEU {progress.best_bleu:.1f} at step "
                      f"{progress.best_step}: {args.output / 'best.pt'}")
+    if result.averaged:
+        steps = ", ".join(str(int(path.stem.split("-")[1])) for path in result.averaged)
+        lines.append(f"averaged the checkpoints of steps {steps}: "
+                     f"{args.output / 'averaged.pt'}")
     if result.early_stopped:
         lines.append(f"stopped early: {args.patience} evaluations without a better BLEU")
     if result.stopped_by is not None:
