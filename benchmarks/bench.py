@@ -23,6 +23,8 @@ peak memory each task adds is recorded too.
                                                 unless --output is given)
     python benchmarks/bench.py --only real-text  (only benchmarks/real_text.py, issue 16's
                                                 goals; the file's other results are kept)
+    python benchmarks/bench.py --only beam      (only benchmarks/beam.py: beam search against
+                                                greedy decoding, issue 18's goal)
 """
 
 import argparse
@@ -57,7 +59,8 @@ def beside(name: str):
 
 
 real_text = beside("real_text")  # issue 16: a million pairs, and token-budget batches
-PARTS = ("models", "real-text")
+beam = beside("beam")  # issue 18: beam search against greedy decoding
+PARTS = ("models", "real-text", "beam")
 CONFIGS = [
     {"embed_dim": 64, "num_heads": 2, "layers": 2, "ff_dim": 256},
     {"embed_dim": 128, "num_heads": 4, "layers": 3, "ff_dim": 512},
@@ -269,9 +272,9 @@ def main() -> None:
     parser.add_argument("--device", type=torch.device, default=default_device(),
                         help="cpu, cuda, cuda:1, mps... (default: cuda if available, else cpu)")
     parser.add_argument("--only", choices=PARTS, default=None,
-                        help="run one part: models (stage 07 against nn.Transformer) or "
-                             "real-text (benchmarks/real_text.py); the results of the other "
-                             "part already in the file are kept")
+                        help="run one part: models (stage 07 against nn.Transformer), "
+                             "real-text (benchmarks/real_text.py) or beam (benchmarks/beam.py); "
+                             "the results of the other parts already in the file are kept")
     parser.add_argument("--output", type=Path, default=None,
                         help="where to write the results (default: benchmarks/results.json on "
                              "CPU, benchmarks/results-cuda.json otherwise; none with --quick)")
@@ -287,15 +290,20 @@ def main() -> None:
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     rounds, warmup = (3, 1) if args.quick else (15, 3)
     results = None
-    if args.only != "real-text":
+    if args.only in (None, "models"):
         print(f"torch {torch.__version__}, device {device}" + (f" ({gpu})" if gpu else "")
               + f", {torch.get_num_threads()} CPU thread(s), batch {BATCH_SIZE}, {rounds} "
               f"rounds after {warmup} warm-up; × = time / nn.Transformer's time, paired by round")
         results = run(rounds, warmup, device)
     real = None
-    if args.only != "models":
+    if args.only in (None, "real-text"):
         real = real_text.run(**(real_text.QUICK if args.quick else real_text.FULL), device=device)
         print(real_text.summary(real), flush=True)
+    searched = None
+    if args.only in (None, "beam"):
+        searched = beam.run(**(beam.QUICK if args.quick else beam.FULL), timed=timed,
+                            device=device)
+        print(beam.summary(searched), flush=True)
     if output is None:
         print("--quick: no results written (pass --output PATH to keep them)")
         return
@@ -309,6 +317,8 @@ def main() -> None:
         })
     if real is not None:
         written["real_text"] = real
+    if searched is not None:
+        written["beam"] = searched
     output.write_text(json.dumps(written, indent=1) + "\n")
     print(f"wrote {output}")
 
