@@ -168,7 +168,7 @@ def test_a_batch_larger_than_the_training_pairs_is_refused_with_the_reason(tmp_p
                str(tmp_path), timeout=120)
 
 
-def test_two_processes_killed_at_a_random_step_resume_to_the_same_bits(tmp_path):
+def test_two_processes_killed_or_stopped_resume_to_the_same_bits(tmp_path):
     """Every process's dropout stream is saved and restored; with one lost, this fails."""
     steps = 40
     options = ["--steps", str(steps), *TINY, "--batch-size", "4"]
@@ -183,6 +183,13 @@ def test_two_processes_killed_at_a_random_step_resume_to_the_same_bits(tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert differing_parameters(whole / "last.pt", interrupted / "last.pt") == {}, \
         f"killed after step {kill_at}, resumed from step {reached}"
+    # SIGTERM (a pre-empted machine; Ctrl-C alike) stops both processes at one step, saved.
+    stopped = tmp_path / "stopped"
+    result = stop_at(ddp(2, "--output", str(stopped), *options), stopped, 12, signal.SIGTERM)
+    step = saved(stopped / "last.pt")["training"]["progress"]["step"]
+    assert f"stopped by SIGTERM after step {step}" in result.stdout, result.stdout
+    assert run(ddp(2, "--output", str(stopped), *options, "--resume")).returncode == 0
+    assert differing_parameters(whole / "last.pt", stopped / "last.pt") == {}
     # One process cannot take the streams of two.
     alone = run(ddp(1, "--output", str(interrupted), *options, "--steps", "50", "--resume"))
     assert alone.returncode != 0
