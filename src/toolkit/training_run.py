@@ -11,6 +11,7 @@ ends (tests/test_train_command.py kills runs with SIGKILL to check).
 """
 
 import argparse
+import contextlib
 import math
 import signal
 import sys
@@ -82,9 +83,15 @@ class World:
 
     def any(self, flag: bool) -> bool:
         """True on every process if it is True on any: all must stop at the same step."""
+        return self.largest(int(flag)) > 0
+
+    def largest(self, number: int) -> int:
+        """The largest of every process's `number`, on every process."""
         if self.size == 1:
-            return flag
-        return bool(self.all_reduce(torch.tensor([float(flag)], device=self.device)).item())
+            return number
+        value = torch.tensor([number], device=self.device)
+        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return int(value.item())
 
     @contextmanager
     def leader_first(self) -> Iterator[None]:
@@ -206,7 +213,8 @@ def run_training(
     autocast = PRECISIONS[args.precision][1]
     if autocast == torch.float16 and world.device.type == "cpu":
         raise SystemExit("--precision fp16 needs a GPU; on CPU use --precision bf16")
-    with world.leader_first():
+    # Every process loads the corpus; one says what its filters removed.
+    with world.leader_first(), contextlib.redirect_stdout(sys.stdout if world.main else None):
         data = load_data(args.corpus, args.src_lang, args.tgt_lang, **data_settings(args))
     pairs = data.train[: args.train_pairs] if args.train_pairs else data.train
     plan = BatchPlan(pairs, args.batch_size, args.max_tokens, args.seed, world.size)
@@ -285,10 +293,10 @@ def run_training(
                 if "val_bleu" in row:
                     with window.excluding():
                         log.draw()
-            # One process checks for a signal every step; several agree on it at each log row.
-            asked = stop.signal is not None
+            # One process checks for a signal every step; several agree on it at each log row,
+            # so that all stop at the same step even if only one was signalled.
             if world.size == 1 or log_now:
-                stopped_by = stop.signal if world.any(asked) else None
+                stopped_by = world.largest(stop.signal or 0) or None
             scheduled = step % args.save_every == 0 or step == total_steps
             if scheduled or stopped_by or early_stop:
                 progress.seconds += time.perf_counter() - start
