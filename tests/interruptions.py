@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from toolkit.run_log import read_log
+from toolkit.train_ddp import descendants
 
 # A model small enough that a run takes seconds, with dropout (the paper recipe's 0.1), so
 # that a resume which lost a random stream would show.
@@ -66,21 +67,6 @@ def stop_at(command: list[str], folder: Path, step: int, how: signal.Signals,
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
     return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
-
-
-def descendants(pid: int) -> list[int]:
-    """The processes `pid` started, and theirs, from /proc."""
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            parents[int(stat.parent.name)] = int(fields[1])
-    found, frontier = [], [pid]
-    while frontier:
-        children = [child for child, parent in parents.items() if parent in frontier]
-        found += children
-        frontier = children
-    return found
 
 
 def saved(path: Path) -> dict:

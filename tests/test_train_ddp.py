@@ -174,7 +174,7 @@ def test_two_processes_killed_or_stopped_resume_to_the_same_bits(tmp_path):
     options = ["--steps", str(steps), *TINY, "--batch-size", "4"]
     whole, interrupted = tmp_path / "whole", tmp_path / "interrupted"
     assert run(ddp(2, "--output", str(whole), *options)).returncode == 0
-    kill_at = random.SystemRandom().randint(3, steps - 10)
+    kill_at = random.SystemRandom().randint(8, steps - 10)  # after the first save, at step 7
     stop_at(ddp(2, "--output", str(interrupted), *options), interrupted, kill_at,
             signal.SIGKILL)
     reached = saved(interrupted / "last.pt")["training"]["progress"]["step"]

@@ -6,9 +6,10 @@ the weights wander around a minimum with the noise of each batch; their mean sit
 its centre than any one of them. `python -m toolkit.train --average-last 5` keeps the last
 five checkpoints of a run and writes their average as `averaged.pt`.
 
-    python -m toolkit.averaging OUT.pt CHECKPOINT.pt CHECKPOINT.pt ...
+    python -m toolkit.averaging --output averaged.pt step-1.pt step-2.pt ...
 """
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,13 +64,17 @@ def _vocabulary(vocab) -> object:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2:
-        print("usage: python -m toolkit.averaging OUT.pt CHECKPOINT.pt [CHECKPOINT.pt ...]",
-              file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(prog="python -m toolkit.averaging",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("checkpoints", nargs="+", type=Path, help="checkpoints of one run")
+    parser.add_argument("--output", "-o", type=Path, required=True,
+                        help="where to write the averaged checkpoint")
+    args = parser.parse_args(argv)
+    if args.output.resolve() in {path.resolve() for path in args.checkpoints}:
+        parser.error(f"--output {args.output} is one of the checkpoints to average: it would "
+                     f"be overwritten")
     try:
-        print(average_checkpoints(argv[1:], argv[0]))
+        print(average_checkpoints(args.checkpoints, args.output))
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

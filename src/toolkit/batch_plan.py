@@ -30,12 +30,15 @@ class BatchPlan:
         if (batch_size is None) == (max_tokens is None):
             raise ValueError("give either batch_size (pairs per process) or max_tokens "
                              "(tokens per process), not both and not neither")
+        if len(pairs) < world_size:
+            raise ValueError(f"{len(pairs)} training pairs cannot give each of {world_size} "
+                             f"processes one: use fewer processes")
         self.pairs, self.batch_size, self.seed = pairs, batch_size, seed
         self.world_size = world_size
         self.budget = None
         if max_tokens is not None:
             self.budget = TokenBudgetSampler(pair_lengths(pairs), max_tokens * world_size, seed)
-            self.budget.cuts = at_least(self.budget.cuts, len(pairs), world_size)
+            self.budget.cuts = merge_small_batches(self.budget.cuts, len(pairs), world_size)
             self.steps_per_epoch = len(self.budget)
         else:
             self.steps_per_epoch = len(pairs) // (batch_size * world_size)
@@ -69,7 +72,7 @@ class BatchPlan:
         return [order[i * size : (i + 1) * size].tolist() for i in range(self.steps_per_epoch)]
 
 
-def at_least(cuts: list[int], count: int, min_pairs: int) -> list[int]:
+def merge_small_batches(cuts: list[int], count: int, min_pairs: int) -> list[int]:
     """Drop the cuts that would leave a batch of fewer than `min_pairs` sorted pairs (one per
     process): such a batch joins the next one, or the one before it at the end."""
     kept, start = [], 0

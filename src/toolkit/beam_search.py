@@ -58,6 +58,9 @@ def beam_search(
     """Search for every sentence at once; `limits` (batch,) caps each one's length."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
+    if alpha < 0:
+        raise ValueError(f"the length penalty's alpha must be 0 or more, got {alpha}: a "
+                         f"negative one would favour ever shorter sentences")
     batch, device = limits.size(0), limits.device
     tokens = torch.full((batch * beam_size, 1), BOS_ID, dtype=torch.long, device=device)
     # One live hypothesis per sentence at first: its copies would only repeat it.
@@ -66,21 +69,23 @@ def beam_search(
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
     done = limits <= 0  # (batch,)
     rows = torch.arange(batch, device=device)[:, None] * beam_size  # (batch, 1)
-    for step in range(int(limits.max()) if batch else 0):
-        step_log_probs = next_log_probs(tokens).float()  # (batch * beam, vocab)
+    for step in range(int(limits.max()) if batch else 0):  # an empty batch has no steps
+        step_log_probs = next_log_probs(tokens)  # (batch * beam, vocab)
         vocab = step_log_probs.size(-1)
         candidates = (log_probs.reshape(-1, 1) + step_log_probs).view(batch, -1)
         best, index = candidates.topk(beam_size, dim=1)  # (batch, beam), best first
         beam, token = index // vocab, index % vocab
         length = step + 1
         ends = (token == EOS_ID) | (length >= limits)[:, None]  # (batch, beam)
-        live = best > -torch.inf
-        for b, k in (ends & live & ~done[:, None]).nonzero().tolist():
-            ids = tokens[rows[b, 0] + beam[b, k], 1:].tolist()
-            if token[b, k] != EOS_ID:
-                ids.append(int(token[b, k]))
-            finished[b].append(Hypothesis(ids, float(best[b, k]) / length_penalty(length, alpha),
-                                          float(best[b, k])))
+        newly = (ends & (best > -torch.inf) & ~done[:, None]).nonzero().tolist()
+        if newly:  # read them on the CPU once, not element by element from the device
+            best_, beam_, token_ = best.tolist(), beam.tolist(), token.tolist()
+            for b, k in newly:
+                ids = tokens[b * beam_size + beam_[b][k], 1:].tolist()
+                if token_[b][k] != EOS_ID:
+                    ids.append(token_[b][k])
+                finished[b].append(Hypothesis(
+                    ids, best_[b][k] / length_penalty(length, alpha), best_[b][k]))
         log_probs = best.masked_fill(ends, -torch.inf)  # finished hypotheses leave the beam
         done |= ~(log_probs > -torch.inf).any(dim=1) | _cannot_improve(
             finished, log_probs, limits, alpha, n_best)
@@ -112,7 +117,7 @@ def _cannot_improve(
 @torch.no_grad()
 def beam_decode(
     model: nn.Module, src: torch.Tensor, max_len: int | torch.Tensor,
-    beam_size: int = PAPER_BEAM_SIZE, length_penalty: float = PAPER_LENGTH_PENALTY,
+    beam_size: int = PAPER_BEAM_SIZE, alpha: float = PAPER_LENGTH_PENALTY,
     n_best: int = 1, cached: bool = True,
 ) -> list[list[Hypothesis]]:
     """Beam-search a batch of sources; `cached=False` reruns the whole model at every step
@@ -123,10 +128,9 @@ def beam_decode(
         if not cached:
             def rerun(tokens: torch.Tensor) -> torch.Tensor:
                 logits = forward_batch(model, src_rows, tokens)[:, -1]  # (rows, vocab)
-                return logits.log_softmax(dim=-1)
+                return logits.float().log_softmax(dim=-1)  # half precision would lose the tail
 
-            return beam_search(rerun, lambda order: None, limits, beam_size, length_penalty,
-                               n_best)
+            return beam_search(rerun, lambda order: None, limits, beam_size, alpha, n_best)
         limit = max(int(limits.max()), 1)
         check_positions(model, limit, src.device)
         src_padding = src_rows == PAD_ID  # (batch * beam, src_len)
@@ -135,6 +139,6 @@ def beam_decode(
 
         def step(tokens: torch.Tensor) -> torch.Tensor:
             logits = model.decode(tokens[:, -1:], memory, src_padding, cache)  # (rows, 1, vocab)
-            return logits[:, -1].log_softmax(dim=-1)
+            return logits[:, -1].float().log_softmax(dim=-1)
 
-        return beam_search(step, cache.reorder, limits, beam_size, length_penalty, n_best)
+        return beam_search(step, cache.reorder, limits, beam_size, alpha, n_best)

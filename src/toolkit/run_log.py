@@ -1,7 +1,8 @@
 """A long run's log: one CSV row every few steps, and a chart of loss and BLEU beside it.
 
 Written by one process only. A resumed run first cuts the rows its checkpoint had not yet
-reached, so the log tells the run as if it had never stopped.
+reached, so no step is logged twice (the first row after a resume averages the steps since
+the resume only).
 """
 
 import csv

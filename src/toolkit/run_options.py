@@ -28,10 +28,27 @@ RESUMABLE_CHANGES = ("steps", "epochs", "patience", "output", "resume", "device"
                      "eval_every", "save_every", "average_last")
 
 
+class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Show a default where there is one; the recipe's options name theirs in their help."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or isinstance(action.default, bool):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def recipe_default(field: str, model_key: str | None = None) -> str:
+    """Help text naming what each recipe sets an option to."""
+    values = {name: (recipe.model.get(model_key) if model_key else getattr(recipe, field))
+              for name, recipe in sorted(RUN_RECIPES.items())}
+    return "default: the recipe's (" + ", ".join(f"{name} {value}"
+                                                 for name, value in values.items()) + ")"
+
+
 def build_parser(prog: str, description: str, default_output: Path) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog, description=description,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsHelp)
     data = parser.add_argument_group("corpus and tokens")
     data.add_argument("--corpus", default="builtin", help='"builtin", "opus100", a JSONL or '
                       "TSV file or folder in the opus100 schema, or a Hugging Face dataset id")
@@ -51,35 +68,47 @@ def build_parser(prog: str, description: str, default_output: Path) -> argparse.
                       help="a seeded subsample of the training split")
     data.add_argument("--dedupe", action="store_true", help="drop exact duplicate pairs")
     data.add_argument("--train-pairs", type=int, default=0,
-                      help="train on the first N encoded pairs only (0: all), for tests")
+                      help="after loading, train on the first N pairs only (0: all): for "
+                           "quick tests; --max-train-pairs subsamples while loading")
 
     model = parser.add_argument_group("model (defaults: the recipe's)")
     model.add_argument("--recipe", default="paper", choices=sorted(RUN_RECIPES),
                        help="paper: notebook 10's recipe (dropout 0.1, label smoothing, tied "
                             "embeddings); stage07: the ladder's")
-    model.add_argument("--embed-dim", type=int, help="d_model")
-    model.add_argument("--num-heads", type=int, help="h")
-    model.add_argument("--num-layers", type=int, help="N, for the encoder and the decoder")
-    model.add_argument("--ff-dim", type=int, help="d_ff")
-    model.add_argument("--dropout", type=float, help="P_drop (the paper's: 0.1)")
+    model.add_argument("--embed-dim", type=int,
+                       help="d_model; " + recipe_default("", "embed_dim"))
+    model.add_argument("--num-heads", type=int, help="h; " + recipe_default("", "num_heads"))
+    model.add_argument("--num-layers", type=int, help="N, for the encoder and the decoder; "
+                       + recipe_default("", "num_encoder_layers"))
+    model.add_argument("--ff-dim", type=int, help="d_ff; " + recipe_default("", "ff_dim"))
+    model.add_argument("--dropout", type=float,
+                       help="P_drop; " + recipe_default("", "dropout"))
     model.add_argument("--max-seq-len", type=int, default=256,
                        help="the longest sequence the positional encoding covers")
     model.add_argument("--tie-embeddings", choices=sorted(TIES),
                        help='share the target embedding with the output layer ("output"), '
-                            'and the source embedding too ("all", needs --shared-vocab)')
+                            'and the source embedding too ("all", needs --shared-vocab); '
+                            'default: the recipe\'s (paper output, stage07 none)')
 
     schedule = parser.add_argument_group("optimisation (defaults: the recipe's)")
     length = schedule.add_mutually_exclusive_group()
-    length.add_argument("--steps", type=int, help="optimiser steps")
+    length.add_argument("--steps", type=int,
+                        help="optimiser steps; " + recipe_default("steps"))
     length.add_argument("--epochs", type=float, help="passes over the training pairs")
     batch = schedule.add_mutually_exclusive_group()
-    batch.add_argument("--batch-size", type=int, help="sentence pairs per process per step")
+    batch.add_argument("--batch-size", type=int, help="sentence pairs per process per step; "
+                       + recipe_default("batch_size"))
     batch.add_argument("--max-tokens", type=int,
                        help="token-budget batches: source plus target positions per process")
-    schedule.add_argument("--lr", type=float, help="peak learning rate")
-    schedule.add_argument("--warmup-steps", type=int)
-    schedule.add_argument("--label-smoothing", type=float)
-    schedule.add_argument("--seed", type=int, default=0)
+    schedule.add_argument("--lr", type=float,
+                          help="peak learning rate; " + recipe_default("lr"))
+    schedule.add_argument("--warmup-steps", type=int, help="linear warm-up to the peak, then "
+                          "1/sqrt(step) decay; " + recipe_default("warmup_steps"))
+    schedule.add_argument("--label-smoothing", type=float, help="share of each target's "
+                          "probability spread over the vocabulary; "
+                          + recipe_default("label_smoothing"))
+    schedule.add_argument("--seed", type=int, default=0,
+                          help="initial weights, data order, dropout and subsampling")
 
     machine = parser.add_argument_group("machine")
     machine.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],

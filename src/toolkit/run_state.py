@@ -66,13 +66,17 @@ def data_fingerprint(
     return digest.hexdigest()
 
 
-def load_run_state(path: Path, device: torch.device) -> dict:
-    """The whole checkpoint, training state included, or a message that says what to do."""
+def load_run_state(path: Path) -> dict:
+    """The whole checkpoint, training state included, or a message that says what to do.
+
+    Loaded on the CPU: random states must be CPU tensors, and load_state_dict moves the
+    weights and Adam's moments to wherever the model is.
+    """
     if not path.exists():
         raise CheckpointError(f"--resume: there is no checkpoint at {path} to resume from: "
                               f"start without --resume, or give the run's --output folder")
     try:
-        payload = torch.load(path, map_location=device, weights_only=True)
+        payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:
         raise CheckpointError(f"{path} cannot be read ({type(err).__name__}: {err}): it is not "
                               f"a checkpoint this command wrote") from err

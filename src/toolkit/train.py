@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, CorpusUnavailable, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # a second Ctrl-C, before the step ended
+        print(f"\nstopped at once: {args.output / 'last.pt'} holds the last saved step; "
+              f"resume with --resume", file=sys.stderr)
+        return 130
     print("\n".join(report(result, args, world)))
     return exit_code(result)
 

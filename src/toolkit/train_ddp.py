@@ -28,6 +28,7 @@ torchrun passes on) stop every process at the next log row, agreed in one all-re
 checkpoint; torchrun kills workers that take longer than its `--shutdown-timeout`.
 """
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -138,8 +139,8 @@ def launch(nproc: int, *options: str, timeout: float = 300, script: Path | None 
     """Run this module (or `script`) under torchrun from Python (a notebook, a test).
 
     Returns the processes' output. A run that overstays `timeout`, or is interrupted, is
-    stopped with every worker: torchrun passes SIGTERM on to its workers (SIGKILL would only
-    stop torchrun itself).
+    stopped with every worker: torchrun passes SIGTERM on to its workers (which save a
+    checkpoint and exit); any still running a minute later are killed.
     """
     program = [str(script)] if script else ["-m", "toolkit.train_ddp"]
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -152,9 +153,11 @@ def launch(nproc: int, *options: str, timeout: float = 300, script: Path | None 
     except BaseException as error:  # a timeout, Ctrl-C in a notebook, a test's own timeout
         process.terminate()
         try:
-            process.communicate(timeout=30)
+            process.communicate(timeout=60)  # longer than torchrun's own 30 s shutdown
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            for pid in [process.pid, *descendants(process.pid)]:  # workers have own sessions
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             process.communicate()
         if isinstance(error, subprocess.TimeoutExpired):
             raise RuntimeError(f"torchrun with {nproc} process(es) did not finish in {timeout} "
@@ -163,6 +166,21 @@ def launch(nproc: int, *options: str, timeout: float = 300, script: Path | None 
     if process.returncode != 0:
         raise RuntimeError(f"torchrun with {nproc} process(es) failed:\n{output}")
     return output
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes `pid` started, and theirs (read from /proc, so Linux only)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
 
 
 if __name__ == "__main__":

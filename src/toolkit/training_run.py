@@ -103,6 +103,9 @@ class World:
             dist.barrier()
 
 
+RUN_FILES = ("last.pt", "best.pt", "averaged.pt", "log.csv", "chart.png")  # and step-N.pt
+
+
 class StopRequests:
     """Ctrl-C or SIGTERM (a pre-empted machine) ask the run to stop after this step with a
     checkpoint; a second Ctrl-C stops at once."""
@@ -177,9 +180,12 @@ def check_output(args: argparse.Namespace, rank: int = 0) -> None:
     if args.resume and not (folder / "last.pt").exists():
         raise SystemExit(f"--resume: there is no checkpoint at {folder / 'last.pt'} to resume "
                          f"from: start without --resume, or give the run's --output folder")
-    if not args.resume and (folder / "last.pt").exists():
-        raise SystemExit(f"{folder / 'last.pt'} is there already: add --resume to go on with "
-                         f"that run, or give another --output (nothing was overwritten)")
+    earlier = [path.name for path in sorted(folder.iterdir())
+               if path.name in RUN_FILES or path.match("step-*.pt")]
+    if not args.resume and earlier:
+        raise SystemExit(f"{folder} holds another run's files ({', '.join(earlier)}): add "
+                         f"--resume to go on with it, or give another --output (nothing was "
+                         f"overwritten)")
 
 
 def build_model(
@@ -218,7 +224,8 @@ def run_training(
         data = load_data(args.corpus, args.src_lang, args.tgt_lang, **data_settings(args))
     pairs = data.train[: args.train_pairs] if args.train_pairs else data.train
     plan = BatchPlan(pairs, args.batch_size, args.max_tokens, args.seed, world.size)
-    total_steps = args.steps or math.ceil(args.epochs * plan.steps_per_epoch)
+    # Rounded first: 0.1 epoch of 30 steps is 3 steps, not ceil(3.0000000000000004) = 4.
+    total_steps = args.steps or math.ceil(round(args.epochs * plan.steps_per_epoch, 6))
     settings = run_settings(args)
     fingerprint = data_fingerprint(data.src_vocab, data.tgt_vocab, pairs)
     if len(set(world.gather(fingerprint))) > 1:  # each machine reads and tokenizes on its own
@@ -232,12 +239,16 @@ def run_training(
     progress = Progress()
     last = args.output / "last.pt"
     if args.resume:
-        saved = load_run_state(last, world.device)
+        saved = load_run_state(last)
         check_same_run(saved["training"], settings, fingerprint, world.size, last)
         model.load_state_dict(saved["state_dict"])
         restore_optimizer(optimizer, saved["training"]["optimizer"])
         restore_random_streams(saved["training"]["random"][world.rank], generator)
         progress = Progress(**saved["training"]["progress"])
+        del saved  # a second copy of the weights
+        if progress.step >= total_steps:
+            raise ValueError(f"{last} is at step {progress.step} already: give --steps (or "
+                             f"--epochs) beyond it to train on")
     log = RunLog(args.output, keep_through=progress.step) if world.main else None
     if world.main:
         print(f"stage 07, {count_parameters(model):,} parameters, on {world.device} x "
@@ -246,6 +257,9 @@ def run_training(
                                 if args.resume else f"{total_steps:,} steps"), flush=True)
 
     def save(scheduled: bool) -> None:
+        nonlocal start
+        progress.seconds += time.perf_counter() - start
+        start = time.perf_counter()
         streams = world.gather(random_streams(generator))  # every process takes part
         if world.main and scheduled and args.average_last:
             keep_for_averaging(model, data, args.output, progress.step, args.average_last)
@@ -267,14 +281,24 @@ def run_training(
             with optimizer.forward_context():
                 scored = stage.objective(replica, batch, generator,
                                          label_smoothing=args.label_smoothing)
-            # The step's summed loss and target count over all processes, in one all-reduce.
-            totals = world.all_reduce(torch.stack([scored.total.detach(),
-                                                   scored.tokens.to(scored.total.dtype)]))
+            # The step's summed loss and target count over all processes, and whether any
+            # process was asked to stop, in one all-reduce.
+            totals = world.all_reduce(torch.stack([
+                scored.total.detach(), scored.tokens.to(scored.total.dtype),
+                torch.tensor(float(stop.signal is not None), device=world.device)]))
             # DDP averages gradients over processes; multiplying by their number turns that
             # average into the gradient of the mean over *all* the step's targets.
             lr = optimizer.step(scored.total * world.size / totals[1])
             progress.step = step
-            window.add(totals, len(plan.indices(step - 1)))
+            window.add(totals[:2], len(plan.indices(step - 1)))
+            # All processes stop after the same step, even if only one was signalled; one
+            # process alone reads its own flag without waiting for the device.
+            asked = stop.signal is not None if world.size == 1 else bool(totals[2] > 0)
+            if asked:
+                stopped_by = world.largest(stop.signal or 0)
+                with window.excluding():
+                    save(scheduled=False)
+                break
             evaluate_now = step % args.eval_every == 0 or step == total_steps
             log_now = step % args.log_every == 0 or evaluate_now  # every evaluation gets a row
             row = window.read() if log_now else {}
@@ -282,7 +306,7 @@ def run_training(
                 with window.excluding():
                     if world.main:
                         row |= evaluate_during_training(model, data, sample, world.device)
-                        early_stop = progress_after(progress, row["val_bleu"], args.patience,
+                        early_stop = record_evaluation(progress, row["val_bleu"], args.patience,
                                                     step)
                         if progress.best_step == step:
                             save_checkpoint(args.output / "best.pt", model, data.src_vocab,
@@ -293,26 +317,19 @@ def run_training(
                 if "val_bleu" in row:
                     with window.excluding():
                         log.draw()
-            # One process checks for a signal every step; several agree on it at each log row,
-            # so that all stop at the same step even if only one was signalled.
-            if world.size == 1 or log_now:
-                stopped_by = world.largest(stop.signal or 0) or None
             scheduled = step % args.save_every == 0 or step == total_steps
-            if scheduled or stopped_by or early_stop:
-                progress.seconds += time.perf_counter() - start
-                start = time.perf_counter()
+            if scheduled or early_stop:
                 with window.excluding():
                     save(scheduled)
             bar.update()
             if "loss" in row:
                 bar.set_postfix(loss=f"{row['loss']:.3f}", refresh=False)
-            if stopped_by or early_stop:
+            if early_stop:
                 break
     bar.close()
-    progress.seconds += time.perf_counter() - start
     averaged = None
     if world.main and args.average_last and stopped_by is None:
-        averaged = sorted(args.output.glob("step-*.pt"))
+        averaged = kept_steps(args.output, progress.step)
         average_checkpoints(averaged, args.output / "averaged.pt")
     return RunResult(model, data, progress, progress.step - first_step + 1, window.pairs,
                      window.training_seconds(), stopped_by, early_stop, averaged)
@@ -327,8 +344,14 @@ def keep_for_averaging(
     writes the same file again.
     """
     save_checkpoint(folder / f"step-{step:08d}.pt", model, data.src_vocab, data.tgt_vocab)
-    for old in sorted(folder.glob("step-*.pt"))[:-keep]:
+    for old in kept_steps(folder, step)[:-keep]:
         old.unlink()
+
+
+def kept_steps(folder: Path, until: int) -> list[Path]:
+    """The step-N.pt files of this run up to step `until`, oldest first."""
+    return [path for path in sorted(folder.glob("step-*.pt"))
+            if int(path.stem.removeprefix("step-")) <= until]
 
 
 class Window:
@@ -392,7 +415,7 @@ def evaluate_during_training(
     return {"val_loss": val_loss, "val_bleu": score}
 
 
-def progress_after(progress: Progress, score: float, patience: int, step: int) -> bool:
+def record_evaluation(progress: Progress, score: float, patience: int, step: int) -> bool:
     """Record an evaluation; True when `patience` evaluations in a row brought no better BLEU."""
     if progress.best_bleu is None or score > progress.best_bleu:
         progress.best_bleu, progress.best_step = score, step

@@ -32,7 +32,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                                      "line from standard input)")
     parser.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda", "mps"])
     parser.add_argument("--batch-size", type=int, default=100, help="sentences decoded at once")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.batch_size < 1:
+        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
