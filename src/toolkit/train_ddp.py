@@ -24,8 +24,9 @@ masks, as one process would for different sentences. The replicas still take the
 and stay identical, but no run with another number of processes draws the same masks: the
 runs agree in distribution, not bit for bit. A checkpoint holds every process's random
 streams, so `--resume` needs the same number of processes. Ctrl-C or SIGTERM (which
-torchrun passes on) stop every process at the next log row, agreed in one all-reduce, with a
-checkpoint; torchrun kills workers that take longer than its `--shutdown-timeout`.
+torchrun passes on) stop every process after the same step, agreed in the step's loss
+all-reduce, with a checkpoint; torchrun kills workers that take longer than its
+`--shutdown-timeout` (30 s) to finish that step and save.
 """
 
 import contextlib
