@@ -9,10 +9,13 @@ import math
 import pytest
 import torch
 
+from stages import stage06_ffn_layernorm as stage06
 from stages import stage07_multi_head as stage
+from toolkit import cached_decoding
+from toolkit.batches import encode_source, pad
 from toolkit.beam_search import beam_decode, beam_search, length_penalty
-from toolkit.decoding import greedy_decode
-from toolkit.vocab import BOS_ID, EOS_ID
+from toolkit.decoding import greedy_decode, translate
+from toolkit.vocab import BOS_ID, EOS_ID, Vocab
 
 A, B, C = 4, 5, 6  # three words after the four special ids
 VOCAB = 7
@@ -174,3 +177,53 @@ def test_a_sentence_gets_the_same_translation_alone_as_in_any_batch():
     reversed_batch = beam_decode(model, src.flip(0), limits.flip(0), beam_size=4)
     assert [h[0].tokens for h in reversed_batch] == [h[0].tokens for h in together][::-1]
 
+
+
+def sentences_and_vocabularies() -> tuple[list[str], Vocab, Vocab]:
+    """Sentences of unequal lengths over the random models' 30 source and 40 target ids."""
+    src_vocab = Vocab(f"s{i}" for i in range(26))  # 4 special ids + 26 words = 30
+    tgt_vocab = Vocab(f"t{i}" for i in range(36))
+    src, _ = batch_of_unequal_lengths(seed=3)
+    sentences = [" ".join(src_vocab.itos[i] for i in row if i != 0) for row in src.tolist()]
+    return sentences, src_vocab, tgt_vocab
+
+
+def expected_words(model, sentences, src_vocab, tgt_vocab, beam_size, alpha=0.6):
+    """What the uncached decoders write, each sentence allowed translate's 10 extra tokens."""
+    encoded = [encode_source(sentence.split(), src_vocab) for sentence in sentences]
+    src, limits = pad(encoded), torch.tensor([len(ids) + 10 for ids in encoded])
+    if beam_size == 1:
+        found = greedy_decode(model, src, limits)
+    else:
+        found = [h[0].tokens for h in beam_decode(model, src, limits, beam_size, alpha,
+                                                  cached=False)]
+    return [tgt_vocab.decode(ids) for ids in found]
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_translate_on_the_cache_gives_the_words_of_rerunning_the_model(config, beam_size,
+                                                                       monkeypatch):
+    """translate decodes stage 07 on its KV cache (spied), with the words of the uncached
+    decoders, in batches that cut the sentences unevenly."""
+    model = random_model(config, seed=3)
+    sentences, src_vocab, tgt_vocab = sentences_and_vocabularies()
+    fed = []
+    start = cached_decoding.DecoderCache.start
+    monkeypatch.setattr(cached_decoding.DecoderCache, "start",
+                        lambda self, tgt: fed.append(tgt.size(0)) or start(self, tgt))
+    words = translate(model, sentences, src_vocab, tgt_vocab, batch_size=4, beam_size=beam_size)
+    assert words == expected_words(model, sentences, src_vocab, tgt_vocab, beam_size)
+    assert fed, "translate did not decode on the KV cache"
+
+
+def test_earlier_stages_translate_with_a_beam_by_rerunning_the_model():
+    torch.manual_seed(0)
+    model = stage06.Transformer(30, 40, embed_dim=32).eval()
+    sentences, src_vocab, tgt_vocab = sentences_and_vocabularies()
+    for beam_size, alpha in [(1, 0.6), (3, 0.0), (3, 1.0)]:
+        assert translate(model, sentences, src_vocab, tgt_vocab, beam_size=beam_size,
+                         length_penalty=alpha) == \
+            expected_words(model, sentences, src_vocab, tgt_vocab, beam_size, alpha)
+    with pytest.raises(ValueError, match="beam_size must be 1 \\(greedy\\) or more, got 0"):
+        translate(model, sentences, src_vocab, tgt_vocab, beam_size=0)

@@ -17,6 +17,8 @@ from toolkit.data import load_data
 from toolkit.decoding import translate
 from toolkit.metrics import bleu
 from toolkit.run_log import read_log
+from toolkit.run_options import EXTRA_LEN
+from toolkit.tokens import detokenize
 from toolkit.training_run import evaluation_sample
 
 STEPS = 60
@@ -209,3 +211,21 @@ def test_translate_says_what_is_wrong_with_a_checkpoint(tmp_path):
     assert result.returncode == 2
     assert "is not a readable checkpoint" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_translate_decodes_with_the_beam_it_is_given(uninterrupted):
+    """The paper's beam search by default, greedy with --beam-size 1; a bad beam is refused."""
+    saved = load_checkpoint(uninterrupted / "best.pt")
+    sentences = ["The dog sees the cat.", "A big king does not sleep.", "Today the man sings."]
+    for options, beam_size in [([], 4), (["--beam-size", "1"], 1)]:
+        result = subprocess.run([sys.executable, "-m", "toolkit.translate",
+                                 str(uninterrupted / "best.pt"), *options, *sentences],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        expected = translate(saved.model, sentences, saved.src_vocab, saved.tgt_vocab,
+                             extra_len=EXTRA_LEN, beam_size=beam_size)
+        assert result.stdout.splitlines() == [detokenize(words) for words in expected]
+    refused = subprocess.run([sys.executable, "-m", "toolkit.translate",
+                              str(uninterrupted / "best.pt"), "--beam-size", "0", "Hello."],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--beam-size must be at least 1, got 0" in refused.stderr

@@ -11,8 +11,12 @@ from toolkit.metrics import Report, score
 
 def evaluate(
     model: nn.Module, data: CourseData, split: str = "test", device: torch.device | str = "cpu",
+    beam_size: int = 1, length_penalty: float = 0.6, extra_len: int = 10,
 ) -> tuple[Report, list[list[str]]]:
-    """Greedy-translate every sentence of a split; return the scores and the translations."""
-    hypotheses = translate(model, data.sources(split), data.src_vocab, data.tgt_vocab, device)
+    """Translate every sentence of a split (greedily unless a beam is asked for); return the
+    scores and the translations."""
+    hypotheses = translate(model, data.sources(split), data.src_vocab, data.tgt_vocab, device,
+                           extra_len=extra_len, beam_size=beam_size,
+                           length_penalty=length_penalty)
     report = score(hypotheses, data.references(split), data.phenomena(split), apart=HELD_OUT_TAG)
     return report, hypotheses

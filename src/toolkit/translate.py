@@ -6,7 +6,8 @@
 Sentences come from the arguments, or else from standard input, and each gets exactly one
 output line, in order: an empty line stays empty, and a sentence the model cannot take (longer
 than its positions reach) gets an empty line and a note on standard error, so the output
-still lines up with the input. Unknown words are noted there too.
+still lines up with the input. Unknown words are noted there too. It decodes as the paper
+does, by beam search (beam 4, length penalty 0.6); `--beam-size 1` decodes greedily.
 """
 
 import argparse
@@ -15,6 +16,7 @@ import sys
 import torch
 
 from toolkit.batches import encode_source
+from toolkit.beam_search import PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY
 from toolkit.checkpoints import CheckpointError, load_checkpoint
 from toolkit.decoding import translate
 from toolkit.run_options import EXTRA_LEN
@@ -32,9 +34,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                                      "line from standard input)")
     parser.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda", "mps"])
     parser.add_argument("--batch-size", type=int, default=100, help="sentences decoded at once")
-    args = parser.parse_args(argv)
+    parser.add_argument("--beam-size", type=int, default=PAPER_BEAM_SIZE,
+                        help="hypotheses kept at each step: the paper's 4 by default, 1 decodes "
+                             "greedily (faster)")
+    parser.add_argument("--length-penalty", type=float, default=PAPER_LENGTH_PENALTY,
+                        help="alpha in ((5 + length) / 6)^alpha: larger favours longer "
+                             "translations, 0 ranks by probability alone (default: the paper's)")
+    args = parser.parse_intermixed_args(argv)  # options before or after the sentences
     if args.batch_size < 1:
         parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.beam_size < 1:
+        parser.error(f"--beam-size must be at least 1, got {args.beam_size}")
+    if args.length_penalty < 0:
+        parser.error(f"--length-penalty must be 0 or more, got {args.length_penalty}")
     return args
 
 
@@ -67,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     with torch.inference_mode():
         outputs = translate(saved.model, list(translatable.values()), saved.src_vocab,
                             saved.tgt_vocab, saved.model.out_proj.weight.device, args.batch_size,
-                            EXTRA_LEN)
+                            EXTRA_LEN, args.beam_size, args.length_penalty)
     done = dict(zip(translatable, outputs, strict=True))
     for number in range(1, len(lines) + 1):
         print(detokenize(done[number]) if number in done else "", flush=True)
