@@ -142,3 +142,22 @@ def test_sentence_attention_says_so_when_the_model_keeps_no_weights():
         sentence_attention(model, ["a"], ["b"], vocab, vocab)
     assert model.training
     plt.close("all")
+
+
+def test_the_beam_tree_draws_each_kept_hypothesis_under_its_word_with_its_score():
+    from toolkit.beam_search import beam_search
+    from toolkit.hand_made import HandMadeModel
+    from toolkit.plots import beam_tree
+    from toolkit.vocab import EOS, Vocab
+
+    vocab = Vocab(["Der", "Ein", "Hund"])
+    model = HandMadeModel({(): {"Der": 0.6, "Ein": 0.4}, ("Der",): {"Hund": 0.4, EOS: 0.6},
+                           ("Ein",): {"Hund": 1.0}}, vocab)
+    steps = []
+    beam_search(model, lambda order: None, torch.tensor([4]), 2, alpha=1.0, watch=steps.append)
+    labels = [t.get_text() for t in beam_tree(steps, vocab, alpha=1.0).texts]
+    # <bos>; Der, Ein; Ein Hund (0.4) and Der <eos> (0.36, ends); Ein Hund <eos> (ends).
+    assert labels == ["<bos>", "Der\n-0.51", "Ein\n-0.92", "Hund\n-0.92",
+                      "<eos>\n-1.02\nscore -0.88",  # log 0.36 / ((5 + 2) / 6)^1
+                      "<eos>\n-0.92\nscore -0.69"]  # log 0.4 / ((5 + 3) / 6)^1
+    plt.close("all")

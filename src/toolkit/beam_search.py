@@ -46,16 +46,28 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5 + length) / 6) ** alpha
 
 
+@dataclass(frozen=True)
+class SearchStep:
+    """What one step kept for every sentence, to draw the search (`toolkit.plots.beam_tree`)."""
+
+    parents: torch.Tensor  # (batch, beam) the beam each kept extension continues
+    tokens: torch.Tensor  # (batch, beam) the token it appends
+    log_probs: torch.Tensor  # (batch, beam) its log-probability so far; -inf: nothing kept
+    finished: torch.Tensor  # (batch, beam) True where it ends here (<eos> or the limit)
+
+
 # (tokens so far: (rows, length)) -> log-probabilities of the next token: (rows, vocab)
 NextLogProbs = Callable[[torch.Tensor], torch.Tensor]
 Reorder = Callable[[torch.Tensor], None]  # (rows,) which old row each new row continues
+Watch = Callable[[SearchStep], None]
 
 
 def beam_search(
     next_log_probs: NextLogProbs, reorder: Reorder, limits: torch.Tensor, beam_size: int,
-    alpha: float = PAPER_LENGTH_PENALTY, n_best: int = 1,
+    alpha: float = PAPER_LENGTH_PENALTY, n_best: int = 1, watch: Watch | None = None,
 ) -> list[list[Hypothesis]]:
-    """Search for every sentence at once; `limits` (batch,) caps each one's length."""
+    """Search for every sentence at once; `limits` (batch,) caps each one's length, and
+    `watch`, if given, sees what each step keeps."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
     if alpha < 0:
@@ -77,6 +89,8 @@ def beam_search(
         beam, token = index // vocab, index % vocab
         length = step + 1
         ends = (token == EOS_ID) | (length >= limits)[:, None]  # (batch, beam)
+        if watch is not None:  # a sentence already done keeps nothing
+            watch(SearchStep(beam, token, best.masked_fill(done[:, None], -torch.inf), ends))
         newly = (ends & (best > -torch.inf) & ~done[:, None]).nonzero().tolist()
         if newly:  # read them on the CPU once, not element by element from the device
             best_, beam_, token_ = best.tolist(), beam.tolist(), token.tolist()
@@ -118,7 +132,7 @@ def _cannot_improve(
 def beam_decode(
     model: nn.Module, src: torch.Tensor, max_len: int | torch.Tensor,
     beam_size: int = PAPER_BEAM_SIZE, alpha: float = PAPER_LENGTH_PENALTY,
-    n_best: int = 1, cached: bool = True,
+    n_best: int = 1, cached: bool = True, watch: Watch | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam-search a batch of sources; `cached=False` reruns the whole model at every step
     (any batched stage), `cached=True` uses the stage-07 KV cache."""
@@ -130,7 +144,8 @@ def beam_decode(
                 logits = forward_batch(model, src_rows, tokens)[:, -1]  # (rows, vocab)
                 return logits.float().log_softmax(dim=-1)  # half precision would lose the tail
 
-            return beam_search(rerun, lambda order: None, limits, beam_size, alpha, n_best)
+            return beam_search(rerun, lambda order: None, limits, beam_size, alpha, n_best,
+                               watch)
         limit = max(int(limits.max()), 1)
         check_positions(model, limit, src.device)
         src_padding = src_rows == PAD_ID  # (batch * beam, src_len)
@@ -141,4 +156,4 @@ def beam_decode(
             logits = model.decode(tokens[:, -1:], memory, src_padding, cache)  # (rows, 1, vocab)
             return logits[:, -1].float().log_softmax(dim=-1)
 
-        return beam_search(step, cache.reorder, limits, beam_size, alpha, n_best)
+        return beam_search(step, cache.reorder, limits, beam_size, alpha, n_best, watch)

@@ -1,4 +1,5 @@
-"""Figures for the notebooks: loss curves and attention heatmaps labelled with real tokens."""
+"""Figures for the notebooks: loss curves, attention heatmaps labelled with real tokens, and
+the hypotheses a beam search keeps."""
 
 from collections.abc import Sequence
 
@@ -9,6 +10,7 @@ import torch
 from matplotlib.axes import Axes
 
 from toolkit.batches import encode_source
+from toolkit.beam_search import SearchStep, length_penalty
 from toolkit.stage_api import attention_maps, forward_batch, keeping_attention, restoring_mode
 from toolkit.training import History
 from toolkit.vocab import BOS, BOS_ID, EOS, Vocab
@@ -123,3 +125,35 @@ def sentence_attention(
         ax.axis("off")
     figure.tight_layout()
     return figure
+
+
+def beam_tree(
+    steps: Sequence[SearchStep], vocab: Vocab, alpha: float, sentence: int = 0,
+    ax: Axes | None = None,
+) -> Axes:
+    """Draw what a beam search kept at each step: a line joins each hypothesis to the one it
+    extends, and a green box marks one that ended, with its length-penalised score."""
+    beam = steps[0].tokens.size(1)
+    ax = ax or plt.subplots(figsize=(1.7 * len(steps) + 1.5, 0.85 * beam + 0.8))[1]
+    box = {"boxstyle": "round", "facecolor": "#dbe9f6", "edgecolor": "#4a7ab0"}
+    ended = {**box, "facecolor": "#d8f0d2", "edgecolor": "#3c8c3c"}
+    ax.text(0, 0, BOS, ha="center", va="center", bbox=box)
+    for length, step in enumerate(steps, start=1):
+        for row in range(beam):
+            log_prob = float(step.log_probs[sentence, row])
+            if log_prob == -np.inf:  # nothing kept in this row (the first step, or done)
+                continue
+            parent = 0 if length == 1 else int(step.parents[sentence, row])
+            ax.plot([length - 1, length], [-parent, -row], color="#999999", zorder=0)
+            label = f"{vocab.itos[int(step.tokens[sentence, row])]}\n{log_prob:.2f}"
+            finished = bool(step.finished[sentence, row])
+            if finished:
+                label += f"\nscore {log_prob / length_penalty(length, alpha):.2f}"
+            ax.text(length, -row, label, ha="center", va="center", fontsize=9,
+                    bbox=ended if finished else box)
+    ax.set(xlim=(-0.5, len(steps) + 0.5), ylim=(-beam + 0.4, 0.6), yticks=[],
+           xticks=range(len(steps) + 1), xlabel="step (tokens so far)",
+           title=f"beam size {beam}: log-probability so far under each token")
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    return ax
