@@ -1,95 +1,133 @@
-"""Beam search against greedy decoding (issue 18): time and BLEU on the built-in test split.
+"""Beam search and checkpoint averaging against greedy decoding (issue 18), built-in test split.
 
-Stage 07 is trained on the ladder's recipe and budget (`recipes.RECIPES[7]`, seed 0), then
-the whole test split is decoded with the KV cache greedily and with beam size 4 and the
-paper's length penalty (α = 0.6, at most the source length + 50 tokens), in batches of 100
-sentences, the two decoders interleaved round by round. Goal: beam 4 takes at most 2.5
-times greedy's time (the median of the paired ratios).
+For each of seeds 0, 1 and 2, stage 07 is trained with the paper's recipe by the training
+command's loop (`python -m toolkit.train`, as `make train` and notebook 13 run it), which keeps
+the last five checkpoints, 50 steps apart, and averages them (`--average-last 5`). The test
+split is then decoded four ways, each sentence allowed its length + 50 tokens: greedily and
+with the paper's beam (4, α = 0.6), on the last checkpoint and on the average. Exact match,
+BLEU and held-out exact match are recorded per seed, with the paired differences against
+greedy decoding, since one seed's gain can be another's loss.
+
+Seed 0's last checkpoint is also timed: `toolkit.decoding.translate` on the whole test split
+in batches of 100, greedy and beam 4 interleaved round by round, both on the KV cache. Goal:
+beam 4 takes at most 2.5 times greedy's time (the median of the paired ratios).
 
     python benchmarks/bench.py --only beam      (updates the "beam" key of results.json)
 """
 
 import statistics
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
-from stages import stage07_multi_head as stage
-from toolkit.batches import encode_source, endless, loader, pad
-from toolkit.beam_search import PAPER_BEAM_SIZE, PAPER_EXTRA_LEN, PAPER_LENGTH_PENALTY, beam_decode
-from toolkit.cached_decoding import cached_greedy_decode
+from toolkit import train as train_command
+from toolkit.beam_search import PAPER_BEAM_SIZE, PAPER_EXTRA_LEN, PAPER_LENGTH_PENALTY
+from toolkit.checkpoints import load_checkpoint
 from toolkit.corpus import HELD_OUT_TAG
-from toolkit.data import CourseData, load_data
-from toolkit.metrics import score
-from toolkit.recipes import RECIPES
-from toolkit.tokens import tokenize
-from toolkit.training import train
+from toolkit.data import load_data
+from toolkit.decoding import translate
+from toolkit.evaluation import evaluate
+from toolkit.recipes import PAPER, SEEDS
 
 GOAL_RATIO = 2.5
-BATCH = 100  # sentences decoded at once, as toolkit.decoding.translate does
-FULL = {"rounds": 5}
-QUICK = {"rounds": 1, "steps": 200}
+BATCH = 100  # sentences decoded at once, translate's default
+SAVE_EVERY, AVERAGED = 50, 5
+BEAM = f"beam {PAPER_BEAM_SIZE}"
+DECODERS = {  # name -> (checkpoint, beam size)
+    "greedy": ("last", 1), BEAM: ("last", PAPER_BEAM_SIZE),
+    "greedy, averaged": ("averaged", 1), f"{BEAM}, averaged": ("averaged", PAPER_BEAM_SIZE),
+}
+MEASURES = ("exact_match", "bleu", "held_out")
+FULL = {"rounds": 5, "seeds": SEEDS}
+QUICK = {"rounds": 1, "seeds": SEEDS[:1], "steps": 300}
 
 
-def test_batches(data: CourseData, device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """The test split as padded sources with each sentence's limit: its length + 50."""
-    encoded = [encode_source(tokenize(text), data.src_vocab) for text in data.sources("test")]
-    chunks = [encoded[i : i + BATCH] for i in range(0, len(encoded), BATCH)]
-    return [(pad(chunk).to(device),
-             torch.tensor([len(ids) + PAPER_EXTRA_LEN for ids in chunk], device=device))
-            for chunk in chunks]
+def train_paper_model(folder: Path, seed: int, device: torch.device, steps: int | None) -> None:
+    """The paper recipe through the training command, keeping checkpoints to average."""
+    options = ["--output", str(folder), "--seed", str(seed), "--device", str(device),
+               "--save-every", str(SAVE_EVERY), "--average-last", str(AVERAGED),
+               "--eval-every", str(steps or PAPER.steps)]
+    if train_command.main(options + (["--steps", str(steps)] if steps else [])) != 0:
+        raise SystemExit(f"training seed {seed} failed: read the message above")
 
 
-def run(rounds: int, timed: Callable, device: torch.device, steps: int | None = None) -> dict:
-    recipe = RECIPES[7]
+def decode_every_way(folder: Path, device: torch.device) -> tuple[dict, torch.nn.Module]:
+    """Score the test split with each decoder; return the scores and the last model."""
     data = load_data()
-    torch.manual_seed(recipe.seed)
-    model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), **recipe.model)
-    training = {**recipe.training(), **({"steps": steps} if steps else {})}
-    train(model, stage.objective, endless(loader(data.train, recipe.batch_size,
-                                                 seed=recipe.seed)), device=device, **training)
-    model.eval()
-    batches = test_batches(data, device)
-    decoders = {
-        "greedy": lambda: [ids for src, limits in batches
-                           for ids in cached_greedy_decode(model, src, limits)],
-        f"beam {PAPER_BEAM_SIZE}": lambda: [
-            hypotheses[0].tokens for src, limits in batches
-            for hypotheses in beam_decode(model, src, limits, PAPER_BEAM_SIZE,
-                                          PAPER_LENGTH_PENALTY)],
-    }
-    times: dict[str, list[float]] = {name: [] for name in decoders}
-    outputs = {}
-    for _ in range(rounds):
-        for name, decode in decoders.items():
-            outputs[name] = None
-            seconds, _ = timed(lambda decode=decode, name=name: outputs.update({name: decode()}),
-                               device)
-            times[name].append(seconds)
-    references, phenomena = data.references("test"), data.phenomena("test")
+    models = {name: load_checkpoint(folder / f"{name}.pt", device).model
+              for name in ("last", "averaged")}
     scores = {}
-    for name, ids in outputs.items():
-        report = score([data.tgt_vocab.decode(sentence) for sentence in ids], references,
-                       phenomena, apart=HELD_OUT_TAG)
-        scores[name] = {"seconds": statistics.median(times[name]), "bleu": report.bleu,
-                        "exact_match": report.exact_match,
+    for name, (checkpoint, beam_size) in DECODERS.items():
+        report, _ = evaluate(models[checkpoint], data, "test", device, beam_size,
+                             PAPER_LENGTH_PENALTY, PAPER_EXTRA_LEN)
+        scores[name] = {"exact_match": report.exact_match, "bleu": report.bleu,
                         "held_out": report.per_phenomenon.get(HELD_OUT_TAG),
                         "bleu_signature": report.bleu_signature}
-    beam = f"beam {PAPER_BEAM_SIZE}"
-    ratio = statistics.median(b / g for b, g in zip(times[beam], times["greedy"], strict=True))
-    return {"model": f"stage 07, {recipe.steps if not steps else steps} steps of "
-                     f"{recipe.batch_size} pairs, seed {recipe.seed}",
-            "sentences": len(references), "rounds": rounds, "decoders": scores,
+    return scores, models["last"]
+
+
+def time_decoders(model: torch.nn.Module, rounds: int, timed: Callable,
+                  device: torch.device) -> dict:
+    """Greedy and beam 4 through translate, interleaved round by round."""
+    data = load_data()
+    sources = data.sources("test")
+    times: dict[str, list[float]] = {"greedy": [], BEAM: []}
+    for _ in range(rounds):
+        for name, beam_size in (("greedy", 1), (BEAM, PAPER_BEAM_SIZE)):
+            seconds, _ = timed(lambda beam_size=beam_size: translate(
+                model, sources, data.src_vocab, data.tgt_vocab, device, BATCH, PAPER_EXTRA_LEN,
+                beam_size, PAPER_LENGTH_PENALTY), device)
+            times[name].append(seconds)
+    ratio = statistics.median(b / g for b, g in zip(times[BEAM], times["greedy"], strict=True))
+    return {"sentences": len(sources), "rounds": rounds,
+            "seconds": {name: statistics.median(values) for name, values in times.items()},
             "time_ratio": ratio, "goal_ratio": GOAL_RATIO, "meets": ratio <= GOAL_RATIO}
 
 
+def spread(values: list[float]) -> dict:
+    return {"mean": statistics.mean(values),
+            "sd": statistics.stdev(values) if len(values) > 1 else 0.0}
+
+
+def run(rounds: int, seeds: tuple[int, ...], timed: Callable, device: torch.device,
+        steps: int | None = None) -> dict:
+    runs, timing = [], None
+    with tempfile.TemporaryDirectory(prefix="beam-bench-") as scratch:
+        for seed in seeds:
+            folder = Path(scratch) / f"seed-{seed}"
+            train_paper_model(folder, seed, device, steps)
+            scores, last = decode_every_way(folder, device)
+            runs.append({"seed": seed, "decoders": scores})
+            if timing is None:
+                timing = time_decoders(last, rounds, timed, device)
+    summary = {name: {measure: spread([r["decoders"][name][measure] for r in runs])
+                      for measure in MEASURES} for name in DECODERS}
+    gains = {name: {measure: spread([r["decoders"][name][measure]
+                                     - r["decoders"]["greedy"][measure] for r in runs])
+                    for measure in MEASURES} for name in DECODERS if name != "greedy"}
+    return {"model": f"stage 07, the paper recipe, {steps or PAPER.steps} steps of "
+                     f"{PAPER.batch_size} pairs; last {AVERAGED} checkpoints {SAVE_EVERY} "
+                     f"steps apart averaged",
+            "seeds": list(seeds), "runs": runs, "summary": summary,
+            "gain_over_greedy": gains, "timing": timing}
+
+
 def summary(result: dict) -> str:
-    lines = [f"beam search on the built-in test split ({result['sentences']} sentences, "
-             f"{result['model']}):"]
-    for name, numbers in result["decoders"].items():
-        lines.append(f"  {name:<8} {numbers['seconds']:6.2f} s   BLEU {numbers['bleu']:5.1f}   "
-                     f"exact {numbers['exact_match']:5.1f} %   held-out "
-                     f"{numbers['held_out']:5.1f} %")
-    lines.append(f"  beam / greedy time: {result['time_ratio']:.2f}x (goal <= "
-                 f"{result['goal_ratio']}x: {'met' if result['meets'] else 'NOT met'})")
+    timing = result["timing"]
+    lines = [f"beam search on the built-in test split ({timing['sentences']} sentences; "
+             f"{result['model']}; seeds {result['seeds']}), mean ± sd over seeds:"]
+    for name, numbers in result["summary"].items():
+        gain = result["gain_over_greedy"].get(name)
+        text = "   ".join(f"{measure} {numbers[measure]['mean']:5.1f} ± "
+                           f"{numbers[measure]['sd']:.1f}" for measure in MEASURES)
+        if gain:
+            text += "   against greedy: " + ", ".join(
+                f"{gain[m]['mean']:+.2f} ± {gain[m]['sd']:.2f}" for m in MEASURES)
+        lines.append(f"  {name:<18} {text}")
+    lines.append(f"  time, seed 0: greedy {timing['seconds']['greedy']:.2f} s, {BEAM} "
+                 f"{timing['seconds'][BEAM]:.2f} s; beam / greedy {timing['time_ratio']:.2f}x "
+                 f"(goal <= {timing['goal_ratio']}x: "
+                 f"{'met' if timing['meets'] else 'NOT met'})")
     return "\n".join(lines)

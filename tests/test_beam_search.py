@@ -13,7 +13,7 @@ from stages import stage06_ffn_layernorm as stage06
 from stages import stage07_multi_head as stage
 from toolkit import cached_decoding
 from toolkit.batches import encode_source, pad
-from toolkit.beam_search import beam_decode, beam_search, length_penalty
+from toolkit.beam_search import Hypothesis, beam_decode, beam_search, length_penalty
 from toolkit.decoding import greedy_decode, translate
 from toolkit.vocab import BOS_ID, EOS_ID, Vocab
 
@@ -227,3 +227,27 @@ def test_earlier_stages_translate_with_a_beam_by_rerunning_the_model():
             expected_words(model, sentences, src_vocab, tgt_vocab, beam_size, alpha)
     with pytest.raises(ValueError, match="beam_size must be 1 \\(greedy\\) or more, got 0"):
         translate(model, sentences, src_vocab, tgt_vocab, beam_size=0)
+
+
+def test_a_sentence_that_is_done_leaves_the_batch_with_its_rows():
+    """Its rows would otherwise be computed until the longest sentence ends, for nothing; and
+    the first step computes one row per sentence, not beam_size copies of it."""
+    fed, selected = [], []
+    never_ends = scripted({prefix: {A: 0.4, B: 0.3, C: 0.3 - 1e-9, EOS_ID: 1e-9}
+                           for n in range(5) for prefix in itertools.product([A, B, C], repeat=n)})
+
+    def next_log_probs(tokens):
+        fed.append(tokens.size(0))
+        return never_ends(tokens)
+
+    limits = torch.tensor([0, 2, 5, 3])  # the first is done before it starts
+    found = beam_search(next_log_probs, lambda rows: selected.append(rows.tolist()), limits,
+                        beam_size=3, alpha=0.0)
+    # One row per live sentence (<bos> alone), then three each; then two sentences; then one.
+    assert fed == [3, 9, 6, 3, 3]
+    assert selected[0] == [1, 2, 3]  # sentence 0 leaves at once
+    assert [len(rows) for rows in selected[1:]] == [9, 6, 3, 3]
+    assert found[0] == [Hypothesis([], 0.0, 0.0)]
+    for sentence, limit in enumerate([2, 5, 3], start=1):  # alone, each gets the same answer
+        alone = beam_search(never_ends, lambda rows: None, torch.tensor([limit]), 3, alpha=0.0)
+        assert found[sentence][0].tokens == alone[0][0].tokens == [A] * limit

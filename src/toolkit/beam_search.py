@@ -16,7 +16,8 @@ score. With `beam_size=1` this is exactly greedy decoding (tested).
 
 Each sentence's beams are rows `b * beam_size ... b * beam_size + beam_size - 1` of the
 batch. When the surviving extensions come from other beams than their rows held, the rows,
-and the cache's keys and values with them, are reordered, never mixed between sentences.
+and the cache's keys and values with them, are reordered, never mixed between sentences; and
+a sentence that is done leaves the batch with its rows, so the model stops computing them.
 """
 
 from collections.abc import Callable
@@ -58,58 +59,77 @@ class SearchStep:
 
 # (tokens so far: (rows, length)) -> log-probabilities of the next token: (rows, vocab)
 NextLogProbs = Callable[[torch.Tensor], torch.Tensor]
-Reorder = Callable[[torch.Tensor], None]  # (rows,) which old row each new row continues
+# (new rows,) the old row each new row continues; the rows of finished sentences are left out
+Select = Callable[[torch.Tensor], None]
 Watch = Callable[[SearchStep], None]
 
 
 def beam_search(
-    next_log_probs: NextLogProbs, reorder: Reorder, limits: torch.Tensor, beam_size: int,
+    next_log_probs: NextLogProbs, select: Select, limits: torch.Tensor, beam_size: int,
     alpha: float = PAPER_LENGTH_PENALTY, n_best: int = 1, watch: Watch | None = None,
 ) -> list[list[Hypothesis]]:
-    """Search for every sentence at once; `limits` (batch,) caps each one's length, and
-    `watch`, if given, sees what each step keeps."""
+    """Search for every sentence at once; `limits` (batch,) caps each one's length. After
+    each step, `select` says which rows go on (a finished sentence leaves the batch, so its
+    rows cost nothing more), and `watch`, if given, sees what the step kept."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
     if alpha < 0:
         raise ValueError(f"the length penalty's alpha must be 0 or more, got {alpha}: a "
                          f"negative one would favour ever shorter sentences")
     batch, device = limits.size(0), limits.device
-    tokens = torch.full((batch * beam_size, 1), BOS_ID, dtype=torch.long, device=device)
-    # One live hypothesis per sentence at first: its copies would only repeat it.
-    log_probs = torch.full((batch, beam_size), -torch.inf, device=device)  # (batch, beam)
-    log_probs[:, 0] = 0.0
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-    done = limits <= 0  # (batch,)
-    rows = torch.arange(batch, device=device)[:, None] * beam_size  # (batch, 1)
-    for step in range(int(limits.max()) if batch else 0):  # an empty batch has no steps
-        step_log_probs = next_log_probs(tokens)  # (batch * beam, vocab)
-        vocab = step_log_probs.size(-1)
-        candidates = (log_probs.reshape(-1, 1) + step_log_probs).view(batch, -1)
-        best, index = candidates.topk(beam_size, dim=1)  # (batch, beam), best first
-        beam, token = index // vocab, index % vocab
+    # One row per sentence at first (<bos> alone); after the first step, beam_size rows.
+    tokens = torch.full((batch, 1), BOS_ID, dtype=torch.long, device=device)  # (rows, 1)
+    log_probs = torch.zeros(batch, 1, device=device)  # (live, rows per sentence)
+    live = torch.arange(batch, device=device)  # (live,) the batch index of each live sentence
+    if (limits <= 0).any():  # a sentence allowed no token is done before it starts
+        keep = (limits > 0).nonzero().squeeze(1)
+        tokens, log_probs, live = tokens[keep], log_probs[keep], live[keep]
+        select(keep)
+    for step in range(int(limits.max()) if live.numel() else 0):
+        step_log_probs = next_log_probs(tokens)  # (rows, vocab)
+        width, vocab = log_probs.size(1), step_log_probs.size(-1)
+        candidates = (log_probs.reshape(-1, 1) + step_log_probs).view(live.numel(), -1)
+        best, index = candidates.topk(min(beam_size, width * vocab), dim=1)  # best first
+        beam, token = index // vocab, index % vocab  # (live, beam): the row extended, by what
         length = step + 1
-        ends = (token == EOS_ID) | (length >= limits)[:, None]  # (batch, beam)
-        if watch is not None:  # a sentence already done keeps nothing
-            watch(SearchStep(beam, token, best.masked_fill(done[:, None], -torch.inf), ends))
-        newly = (ends & (best > -torch.inf) & ~done[:, None]).nonzero().tolist()
+        ends = (token == EOS_ID) | (length >= limits[live])[:, None]  # (live, beam)
+        if watch is not None:
+            watch(_in_batch(live, batch, beam, token, best, ends))
+        newly = (ends & (best > -torch.inf)).nonzero().tolist()
         if newly:  # read them on the CPU once, not element by element from the device
             best_, beam_, token_ = best.tolist(), beam.tolist(), token.tolist()
+            live_ = live.tolist()
             for b, k in newly:
-                ids = tokens[b * beam_size + beam_[b][k], 1:].tolist()
+                ids = tokens[b * width + beam_[b][k], 1:].tolist()
                 if token_[b][k] != EOS_ID:
                     ids.append(token_[b][k])
-                finished[b].append(Hypothesis(
+                finished[live_[b]].append(Hypothesis(
                     ids, best_[b][k] / length_penalty(length, alpha), best_[b][k]))
         log_probs = best.masked_fill(ends, -torch.inf)  # finished hypotheses leave the beam
-        done |= ~(log_probs > -torch.inf).any(dim=1) | _cannot_improve(
-            finished, log_probs, limits, alpha, n_best)
-        if done.all():
+        done = ~(log_probs > -torch.inf).any(dim=1) | _cannot_improve(
+            [finished[b] for b in live.tolist()], log_probs, limits[live], alpha, n_best)
+        keep = (~done).nonzero().squeeze(1)  # (still live,) the sentences that go on
+        if keep.numel() == 0:
             break
-        order = (rows + beam).reshape(-1)  # (batch * beam,) the row each new row continues
-        tokens = torch.cat([tokens[order], token.reshape(-1, 1)], dim=1)
-        reorder(order)
+        # Each kept extension continues the row it came from; done sentences' rows leave.
+        rows = (keep[:, None] * width + beam[keep]).reshape(-1)  # (still live * beam,)
+        tokens = torch.cat([tokens[rows], token[keep].reshape(-1, 1)], dim=1)
+        log_probs, live = log_probs[keep], live[keep]
+        select(rows)
     return [sorted(hypotheses, key=lambda h: -h.score)[:n_best] or [Hypothesis([], 0.0, 0.0)]
             for hypotheses in finished]
+
+
+def _in_batch(live: torch.Tensor, batch: int, parents: torch.Tensor, tokens: torch.Tensor,
+              log_probs: torch.Tensor, ends: torch.Tensor) -> SearchStep:
+    """A step's record with a row for every sentence of the batch; one that left keeps
+    nothing (-inf)."""
+    def whole(kept: torch.Tensor, fill: float | bool) -> torch.Tensor:  # (batch, beam)
+        return kept.new_full((batch, kept.size(1)), fill).index_copy_(0, live, kept)
+
+    return SearchStep(whole(parents, 0), whole(tokens, PAD_ID), whole(log_probs, -torch.inf),
+                      whole(ends, False))
 
 
 def _cannot_improve(
@@ -137,23 +157,31 @@ def beam_decode(
     """Beam-search a batch of sources; `cached=False` reruns the whole model at every step
     (any batched stage), `cached=True` uses the stage-07 KV cache."""
     limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
-    src_rows = src.repeat_interleave(beam_size, dim=0)  # (batch * beam, src_len)
+    src_rows = src  # (rows, src_len): one row per sentence, then one per hypothesis
     with restoring_mode(model, training=False):
         if not cached:
             def rerun(tokens: torch.Tensor) -> torch.Tensor:
                 logits = forward_batch(model, src_rows, tokens)[:, -1]  # (rows, vocab)
                 return logits.float().log_softmax(dim=-1)  # half precision would lose the tail
 
-            return beam_search(rerun, lambda order: None, limits, beam_size, alpha, n_best,
-                               watch)
+            def select_sources(rows: torch.Tensor) -> None:
+                nonlocal src_rows
+                src_rows = src_rows.index_select(0, rows)
+
+            return beam_search(rerun, select_sources, limits, beam_size, alpha, n_best, watch)
         limit = max(int(limits.max()), 1)
         check_positions(model, limit, src.device)
-        src_padding = src_rows == PAD_ID  # (batch * beam, src_len)
-        memory = model.encode(src, src == PAD_ID).repeat_interleave(beam_size, dim=0)
+        src_padding = src == PAD_ID  # (rows, src_len)
+        memory = model.encode(src, src_padding)  # (rows, src_len, embed_dim)
         cache = DecoderCache(len(model.decoder_layers), limit)
 
         def step(tokens: torch.Tensor) -> torch.Tensor:
             logits = model.decode(tokens[:, -1:], memory, src_padding, cache)  # (rows, 1, vocab)
             return logits[:, -1].float().log_softmax(dim=-1)
 
-        return beam_search(step, cache.reorder, limits, beam_size, alpha, n_best, watch)
+        def select_cached(rows: torch.Tensor) -> None:
+            nonlocal memory, src_padding
+            memory, src_padding = memory.index_select(0, rows), src_padding.index_select(0, rows)
+            cache.select(rows)
+
+        return beam_search(step, select_cached, limits, beam_size, alpha, n_best, watch)

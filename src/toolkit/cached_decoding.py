@@ -25,6 +25,7 @@ class GrowingKeysValues:
         self.limit, self.length = limit, 0
         self.keys: torch.Tensor | None = None  # (batch, heads, limit, head_dim)
         self.values: torch.Tensor | None = None
+        self.spare: tuple[torch.Tensor, torch.Tensor] | None = None  # for select (beam search)
 
     def keys_values(self, attention: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Project the new positions only, append them, and return every position so far."""
@@ -40,11 +41,22 @@ class GrowingKeysValues:
         self.length = end
         return self.keys[:, :, :end], self.values[:, :, :end]  # (batch, heads, end, head_dim)
 
-    def reorder(self, order: torch.Tensor) -> None:
-        """Row i now continues row order[i]'s prefix (beam search): move its past along."""
-        if self.keys is not None:
-            self.keys[:, :, : self.length] = self.keys[order, :, : self.length]
-            self.values[:, :, : self.length] = self.values[order, :, : self.length]
+    def select(self, rows: torch.Tensor) -> None:
+        """Row i now continues row rows[i]'s prefix, and rows left out are gone (beam search):
+        copy each row's past into the spare buffers, which become the cache, and keep the old
+        ones as the next spares (the rows only grow once, from one per sentence to one per
+        beam, so spares are allocated at most twice)."""
+        if self.keys is None:
+            return
+        count = rows.numel()
+        if self.spare is None or self.spare[0].size(0) < count:
+            self.spare = (self.keys.new_empty(count, *self.keys.shape[1:]),
+                          self.values.new_empty(count, *self.values.shape[1:]))
+        moved = (self.spare[0][:count], self.spare[1][:count])
+        for old, new in zip((self.keys, self.values), moved, strict=True):
+            torch.index_select(old[:, :, : self.length], 0, rows, out=new[:, :, : self.length])
+        self.spare = (self.keys, self.values)
+        self.keys, self.values = moved
 
 
 class FixedKeysValues:
@@ -66,11 +78,15 @@ class DecoderCache:
     def __init__(self, num_layers: int, limit: int):
         self.layers = [(GrowingKeysValues(limit), FixedKeysValues()) for _ in range(num_layers)]
 
-    def reorder(self, order: torch.Tensor) -> None:
-        """Beams moved between rows of one sentence: the growing keys follow them. The
-        cross-attention keys are the same for every row of a sentence, so they stay."""
-        for growing, _ in self.layers:
-            growing.reorder(order)
+    def select(self, rows: torch.Tensor) -> None:
+        """Beams moved between rows of one sentence, and done sentences left (beam search):
+        the growing keys follow every move. The cross-attention keys are the same for every
+        row of a sentence, so they only change when the number of rows does (after the first
+        step, one row per sentence becomes one per beam; later, done sentences leave)."""
+        for growing, fixed in self.layers:
+            growing.select(rows)
+            if fixed.projected is not None and rows.numel() != fixed.projected[0].size(0):
+                fixed.projected = tuple(t.index_select(0, rows) for t in fixed.projected)
 
     def start(self, tgt: torch.Tensor) -> int:
         """The position of the token being fed: how many the cache already holds."""
