@@ -251,3 +251,27 @@ def test_a_sentence_that_is_done_leaves_the_batch_with_its_rows():
     for sentence, limit in enumerate([2, 5, 3], start=1):  # alone, each gets the same answer
         alone = beam_search(never_ends, lambda rows: None, torch.tensor([limit]), 3, alpha=0.0)
         assert found[sentence][0].tokens == alone[0][0].tokens == [A] * limit
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_a_sentence_done_after_one_step_takes_nothing_from_its_neighbours(config):
+    """When a sentence leaves as the rows per sentence grow, the row count can stay the same
+    while the rows change sentence: the cached cross-attention must still follow them."""
+    model = random_model(config, seed=4)
+    src, _ = batch_of_unequal_lengths(seed=4)
+    for limits, beam_size in [([1, 15], 2), ([1, 1, 1, 15], 4), ([1, 9, 1, 12, 1, 6], 3)]:
+        rows = src[: len(limits)]
+        together = beam_decode(model, rows, torch.tensor(limits), beam_size)
+        rerun = beam_decode(model, rows, torch.tensor(limits), beam_size, cached=False)
+        assert [h[0].tokens for h in together] == [h[0].tokens for h in rerun]
+        for row, limit in enumerate(limits):
+            length = int((rows[row] != 0).sum())
+            alone = beam_decode(model, rows[row : row + 1, :length], torch.tensor([limit]),
+                                beam_size)
+            assert alone[0][0].tokens == together[row][0].tokens
+
+
+def test_an_empty_batch_gives_no_hypotheses():
+    model = random_model("small")
+    for cached in (True, False):
+        assert beam_decode(model, torch.zeros(0, 5, dtype=torch.long), 10, cached=cached) == []

@@ -68,3 +68,10 @@ def test_the_watched_steps_trace_back_to_the_hypotheses_returned(beam_size):
     for hypothesis in found:
         words = tuple(VOCAB.itos[t] for t in hypothesis.tokens)
         assert traced[words] == pytest.approx(hypothesis.log_prob)
+
+
+def test_a_word_given_probability_zero_is_never_chosen():
+    model = HandMadeModel({(): {"Der": 1.0, "Ein": 0.0}}, VOCAB)
+    row = model(torch.tensor([[BOS_ID]]))[0]
+    assert row[VOCAB.stoi["Ein"]] == -math.inf and row[VOCAB.stoi["Der"]] == 0.0
+    assert [words for words, _ in model.sentences(limit=3)] == [("Der", EOS)]

@@ -14,10 +14,12 @@ hypothesis is left, or when none could still beat its `n_best` finished ones (th
 "terminate early when possible"); the answer is the finished hypothesis with the best
 score. With `beam_size=1` this is exactly greedy decoding (tested).
 
-Each sentence's beams are rows `b * beam_size ... b * beam_size + beam_size - 1` of the
-batch. When the surviving extensions come from other beams than their rows held, the rows,
-and the cache's keys and values with them, are reordered, never mixed between sentences; and
-a sentence that is done leaves the batch with its rows, so the model stops computing them.
+The rows of the batch hold the live sentences' hypotheses, `width` per sentence: one at the
+first step (<bos> alone), `beam_size` after it, so live sentence i has rows `i * width ...
+i * width + width - 1`. When the kept extensions come from other rows than they were in,
+the rows, and the cache's keys and values with them, are reordered, never mixed between
+sentences; and a sentence that is done leaves the batch with its rows, so the model stops
+computing them.
 """
 
 from collections.abc import Callable
@@ -59,7 +61,9 @@ class SearchStep:
 
 # (tokens so far: (rows, length)) -> log-probabilities of the next token: (rows, vocab)
 NextLogProbs = Callable[[torch.Tensor], torch.Tensor]
-# (new rows,) the old row each new row continues; the rows of finished sentences are left out
+# (new rows,) the old row each new row continues; the rows of finished sentences are left out.
+# A call either keeps every row on its sentence or changes how many rows there are, so a
+# cache of what is the same for all of a sentence's rows need only move when the count does.
 Select = Callable[[torch.Tensor], None]
 Watch = Callable[[SearchStep], None]
 
@@ -70,7 +74,8 @@ def beam_search(
 ) -> list[list[Hypothesis]]:
     """Search for every sentence at once; `limits` (batch,) caps each one's length. After
     each step, `select` says which rows go on (a finished sentence leaves the batch, so its
-    rows cost nothing more), and `watch`, if given, sees what the step kept."""
+    rows cost nothing more), and `watch`, if given, sees what the step kept. A sentence gets
+    at most `n_best` hypotheses, fewer if fewer finished (one empty if it was allowed none)."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best={n_best} must be between 1 and beam_size={beam_size}")
     if alpha < 0:
@@ -88,24 +93,27 @@ def beam_search(
         select(keep)
     for step in range(int(limits.max()) if live.numel() else 0):
         step_log_probs = next_log_probs(tokens)  # (rows, vocab)
-        width, vocab = log_probs.size(1), step_log_probs.size(-1)
+        width, vocab = log_probs.size(1), step_log_probs.size(-1)  # rows per live sentence
         candidates = (log_probs.reshape(-1, 1) + step_log_probs).view(live.numel(), -1)
         best, index = candidates.topk(min(beam_size, width * vocab), dim=1)  # best first
         beam, token = index // vocab, index % vocab  # (live, beam): the row extended, by what
         length = step + 1
         ends = (token == EOS_ID) | (length >= limits[live])[:, None]  # (live, beam)
+        ends &= best > -torch.inf  # an empty slot (fewer candidates than beams) ends nothing
         if watch is not None:
             watch(_in_batch(live, batch, beam, token, best, ends))
-        newly = (ends & (best > -torch.inf)).nonzero().tolist()
+        newly = ends.nonzero().tolist()
         if newly:  # read them on the CPU once, not element by element from the device
-            best_, beam_, token_ = best.tolist(), beam.tolist(), token.tolist()
-            live_ = live.tolist()
+            cpu = {name: t.tolist() for name, t in
+                   (("best", best), ("beam", beam), ("token", token), ("tokens", tokens),
+                    ("live", live))}
             for b, k in newly:
-                ids = tokens[b * width + beam_[b][k], 1:].tolist()
-                if token_[b][k] != EOS_ID:
-                    ids.append(token_[b][k])
-                finished[live_[b]].append(Hypothesis(
-                    ids, best_[b][k] / length_penalty(length, alpha), best_[b][k]))
+                ids = cpu["tokens"][b * width + cpu["beam"][b][k]][1:]
+                if cpu["token"][b][k] != EOS_ID:
+                    ids.append(cpu["token"][b][k])
+                log_prob = cpu["best"][b][k]
+                finished[cpu["live"][b]].append(
+                    Hypothesis(ids, log_prob / length_penalty(length, alpha), log_prob))
         log_probs = best.masked_fill(ends, -torch.inf)  # finished hypotheses leave the beam
         done = ~(log_probs > -torch.inf).any(dim=1) | _cannot_improve(
             [finished[b] for b in live.tolist()], log_probs, limits[live], alpha, n_best)
@@ -115,6 +123,13 @@ def beam_search(
         # Each kept extension continues the row it came from; done sentences' rows leave.
         rows = (keep[:, None] * width + beam[keep]).reshape(-1)  # (still live * beam,)
         tokens = torch.cat([tokens[rows], token[keep].reshape(-1, 1)], dim=1)
+        if keep.numel() < live.numel() and beam.size(1) != width:
+            # Sentences leave while the rows per sentence change: two moves, so that neither
+            # keeps the number of rows while changing their sentences (Select's promise).
+            leaving = (keep[:, None] * width + torch.arange(width, device=device)).reshape(-1)
+            select(leaving)
+            rows = (torch.arange(keep.numel(), device=device)[:, None] * width
+                    + beam[keep]).reshape(-1)
         log_probs, live = log_probs[keep], live[keep]
         select(rows)
     return [sorted(hypotheses, key=lambda h: -h.score)[:n_best] or [Hypothesis([], 0.0, 0.0)]
@@ -156,6 +171,8 @@ def beam_decode(
 ) -> list[list[Hypothesis]]:
     """Beam-search a batch of sources; `cached=False` reruns the whole model at every step
     (any batched stage), `cached=True` uses the stage-07 KV cache."""
+    if src.size(0) == 0:
+        return []
     limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
     src_rows = src  # (rows, src_len): one row per sentence, then one per hypothesis
     with restoring_mode(model, training=False):
@@ -181,7 +198,9 @@ def beam_decode(
 
         def select_cached(rows: torch.Tensor) -> None:
             nonlocal memory, src_padding
-            memory, src_padding = memory.index_select(0, rows), src_padding.index_select(0, rows)
+            if rows.numel() != memory.size(0):  # else every row kept its sentence (Select)
+                memory = memory.index_select(0, rows)
+                src_padding = src_padding.index_select(0, rows)
             cache.select(rows)
 
         return beam_search(step, select_cached, limits, beam_size, alpha, n_best, watch)

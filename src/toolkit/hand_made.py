@@ -24,7 +24,8 @@ class HandMadeModel:
         self.table, self.vocab = table, vocab
 
     def choices(self, prefix: tuple[str, ...]) -> dict[str, float]:
-        return self.table.get(prefix, {EOS: 1.0})
+        """What may follow `prefix`; a prefix the table does not list ends the sentence."""
+        return {word: p for word, p in self.table.get(prefix, {EOS: 1.0}).items() if p > 0}
 
     def __call__(self, tokens: torch.Tensor) -> torch.Tensor:
         """Log-probabilities of the next token for each row: (rows, length) -> (rows, vocab)."""

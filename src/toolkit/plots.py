@@ -133,17 +133,17 @@ def beam_tree(
 ) -> Axes:
     """Draw what a beam search kept at each step: a line joins each hypothesis to the one it
     extends, and a green box marks one that ended, with its length-penalised score."""
-    beam = steps[0].tokens.size(1)
+    beam = max(step.tokens.size(1) for step in steps)  # rows kept per step, at most
     ax = ax or plt.subplots(figsize=(1.7 * len(steps) + 1.5, 0.85 * beam + 0.8))[1]
     box = {"boxstyle": "round", "facecolor": "#dbe9f6", "edgecolor": "#4a7ab0"}
     ended = {**box, "facecolor": "#d8f0d2", "edgecolor": "#3c8c3c"}
     ax.text(0, 0, BOS, ha="center", va="center", bbox=box)
     for length, step in enumerate(steps, start=1):
-        for row in range(beam):
+        for row in range(step.tokens.size(1)):
             log_prob = float(step.log_probs[sentence, row])
-            if log_prob == -np.inf:  # nothing kept in this row (the first step, or done)
-                continue
-            parent = 0 if length == 1 else int(step.parents[sentence, row])
+            if log_prob == -np.inf:  # nothing kept here: the sentence is done, or had fewer
+                continue  # candidates than beams
+            parent = int(step.parents[sentence, row])  # the first step has one row: 0
             ax.plot([length - 1, length], [-parent, -row], color="#999999", zorder=0)
             label = f"{vocab.itos[int(step.tokens[sentence, row])]}\n{log_prob:.2f}"
             finished = bool(step.finished[sentence, row])

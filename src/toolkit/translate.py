@@ -6,8 +6,10 @@
 Sentences come from the arguments, or else from standard input, and each gets exactly one
 output line, in order: an empty line stays empty, and a sentence the model cannot take (longer
 than its positions reach) gets an empty line and a note on standard error, so the output
-still lines up with the input. Unknown words are noted there too. It decodes as the paper
-does, by beam search (beam 4, length penalty 0.6); `--beam-size 1` decodes greedily.
+still lines up with the input. Unknown words are noted there too. It decodes with the paper's
+beam search (beam 4, length penalty 0.6; `--beam-size 1` decodes greedily), each translation
+allowed 10 tokens more than its source, where the paper allows 50: the model's positions
+(`--max-seq-len` in training) bound the source and its translation together.
 """
 
 import argparse
