@@ -13,7 +13,13 @@ from stages import stage06_ffn_layernorm as stage06
 from stages import stage07_multi_head as stage
 from toolkit import cached_decoding
 from toolkit.batches import encode_source, pad
-from toolkit.beam_search import Hypothesis, beam_decode, beam_search, length_penalty
+from toolkit.beam_search import (
+    Hypothesis,
+    beam_decode,
+    beam_search,
+    length_penalty,
+    sentence_log_probs,
+)
 from toolkit.decoding import greedy_decode, translate
 from toolkit.vocab import BOS_ID, EOS_ID, Vocab
 
@@ -275,3 +281,25 @@ def test_an_empty_batch_gives_no_hypotheses():
     model = random_model("small")
     for cached in (True, False):
         assert beam_decode(model, torch.zeros(0, 5, dtype=torch.long), 10, cached=cached) == []
+
+
+def test_a_translation_scored_afresh_has_the_log_probability_the_search_gave_it():
+    """sentence_log_probs tells search errors from model errors only if it scores sentences
+    exactly as the search does."""
+    model = random_model("small", seed=5)
+    with torch.no_grad():  # sentences that end early, in words (else the search cuts them)
+        model.out_proj.bias[:EOS_ID] -= 10.0
+        model.out_proj.bias[EOS_ID] += 2.0
+    sentences, src_vocab, tgt_vocab = sentences_and_vocabularies()
+    encoded = [encode_source(sentence.split(), src_vocab) for sentence in sentences]
+    limits = torch.tensor([len(ids) + 10 for ids in encoded])
+    found = beam_decode(model, pad(encoded), limits, beam_size=4, n_best=4)
+    checked = 0
+    for sentence, hypotheses, limit in zip(sentences, found, limits.tolist(), strict=True):
+        for h in hypotheses:  # those that ended with <eos>, and hold only words
+            if len(h.tokens) < limit and all(t >= 4 for t in h.tokens):
+                words = [tgt_vocab.itos[t] for t in h.tokens]
+                score = sentence_log_probs(model, [sentence], [words], src_vocab, tgt_vocab)[0]
+                assert score == pytest.approx(h.log_prob, abs=1e-4)
+                checked += 1
+    assert checked >= 5

@@ -22,15 +22,17 @@ sentences; and a sentence that is done leaves the batch with its rows, so the mo
 computing them.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from toolkit.batches import encode_source, pad
 from toolkit.cached_decoding import DecoderCache, check_positions
 from toolkit.stage_api import forward_batch, restoring_mode
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.tokens import tokenize
+from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, PAPER_EXTRA_LEN = 4, 0.6, 50
 
@@ -204,3 +206,26 @@ def beam_decode(
             cache.select(rows)
 
         return beam_search(step, select_cached, limits, beam_size, alpha, n_best, watch)
+
+
+@torch.no_grad()
+def sentence_log_probs(
+    model: nn.Module, sources: Sequence[str], translations: Sequence[list[str]],
+    src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int = 100,
+) -> list[float]:
+    """log P(translation + <eos> | source) under the model: where a reference scores higher
+    than what a search returned, the search missed it; where lower, the model prefers its own
+    wrong sentence, and no search could have helped."""
+    device = next(model.parameters()).device
+    scores: list[float] = []
+    with restoring_mode(model, training=False):
+        for start in range(0, len(sources), batch_size):
+            src = pad([encode_source(tokenize(sentence), src_vocab)
+                       for sentence in sources[start : start + batch_size]]).to(device)
+            framed = pad([[BOS_ID, *tgt_vocab.encode(words), EOS_ID]
+                          for words in translations[start : start + batch_size]]).to(device)
+            logits = forward_batch(model, src, framed[:, :-1])  # (batch, tgt_len, vocab)
+            wanted = framed[:, 1:]  # (batch, tgt_len): each position's next token
+            log_probs = logits.float().log_softmax(dim=-1).gather(-1, wanted[..., None])[..., 0]
+            scores += log_probs.masked_fill(wanted == PAD_ID, 0.0).sum(dim=1).tolist()
+    return scores
