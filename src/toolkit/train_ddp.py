@@ -184,5 +184,13 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def exit_now(code: int) -> None:
+    """Leave without the interpreter's finalization: gloo's threads, torn down during it after
+    the work is done, can abort a worker (SIGABRT; seen here, and pytorch/pytorch#179291)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
