@@ -82,6 +82,23 @@ LIVE_OVERTAKES = {(): {EOS_ID: 0.5, A: 0.45, B: 0.05},
                   (A,): {B: 0.99, EOS_ID: 0.01}, (A, B): {EOS_ID: 0.99, C: 0.01}}
 
 
+# Ending at once is the likeliest first step and A the next, but the best sentence starts with
+# the third, B: a search where the ended hypothesis kept one of two places would drop B.
+ENDED_TAKES_NO_PLACE = {(): {EOS_ID: 0.4, A: 0.35, B: 0.25},
+                        **{(A, *rest): {A: 0.5, B: 0.5}
+                           for n in range(5) for rest in itertools.product([A, B], repeat=n)},
+                        (B,): {C: 1.0}, (B, C): {C: 1.0}, (B, C, C): {C: 1.0},
+                        (B, C, C, C): {C: 1.0}, (B, C, C, C, C): {EOS_ID: 1.0}}
+
+
+def test_a_finished_hypothesis_takes_no_live_ones_place():
+    tokens, score = best_by_enumeration(ENDED_TAKES_NO_PLACE, limit=6, alpha=1.0)
+    assert tokens == [B, C, C, C, C]
+    found = search(ENDED_TAKES_NO_PLACE, limit=6, beam_size=2, alpha=1.0)[0]
+    assert found.tokens == tokens
+    assert found.score == pytest.approx(score, abs=1e-6)
+
+
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
 @pytest.mark.parametrize("table", [GREEDY_IS_WRONG, SHORT_BEATS_LONG, PENALTY_DECIDES,
                                    LIVE_OVERTAKES],
@@ -235,6 +252,39 @@ def test_earlier_stages_translate_with_a_beam_by_rerunning_the_model():
         translate(model, sentences, src_vocab, tgt_vocab, beam_size=0)
 
 
+def test_translate_and_evaluate_hand_the_beam_and_alpha_to_the_search(monkeypatch):
+    """On the models above alpha may change no translation; it must still reach the search."""
+    import toolkit.beam_search as beam_search_module
+    import toolkit.evaluation as evaluation
+    from toolkit.data import load_data
+
+    asked = []
+
+    def spy(model, src, limits, beam_size, alpha, cached):
+        asked.append((beam_size, alpha, cached, limits.tolist()))
+        return [[Hypothesis([], 0.0, 0.0)] for _ in range(src.size(0))]
+
+    monkeypatch.setattr(beam_search_module, "beam_decode", spy)
+    sentences, src_vocab, tgt_vocab = sentences_and_vocabularies()
+    lengths = [len(encode_source(sentence.split(), src_vocab)) for sentence in sentences]
+    for model, cached in [(random_model("small"), True),
+                          (stage06.Transformer(30, 40, embed_dim=32).eval(), False)]:
+        asked.clear()
+        translate(model, sentences, src_vocab, tgt_vocab, extra_len=7, beam_size=3,
+                  length_penalty=1.25)
+        assert asked == [(3, 1.25, cached, [n + 7 for n in lengths])]
+
+    data = load_data()
+    handed = []
+    monkeypatch.setattr(evaluation, "translate",
+                        lambda *args, **kwargs: handed.append(kwargs) or
+                        [[] for _ in data.sources("test")])
+    evaluation.evaluate(random_model("small"), data, "test", beam_size=5, length_penalty=2.0,
+                        extra_len=50)
+    assert {k: handed[0][k] for k in ("beam_size", "length_penalty", "extra_len")} == \
+        {"beam_size": 5, "length_penalty": 2.0, "extra_len": 50}
+
+
 def test_a_sentence_that_is_done_leaves_the_batch_with_its_rows():
     """Its rows would otherwise be computed until the longest sentence ends, for nothing; and
     the first step computes one row per sentence, not beam_size copies of it."""
@@ -254,9 +304,7 @@ def test_a_sentence_that_is_done_leaves_the_batch_with_its_rows():
     assert selected[0] == [1, 2, 3]  # sentence 0 leaves at once
     assert [len(rows) for rows in selected[1:]] == [9, 6, 3, 3]
     assert found[0] == [Hypothesis([], 0.0, 0.0)]
-    for sentence, limit in enumerate([2, 5, 3], start=1):  # alone, each gets the same answer
-        alone = beam_search(never_ends, lambda rows: None, torch.tensor([limit]), 3, alpha=0.0)
-        assert found[sentence][0].tokens == alone[0][0].tokens == [A] * limit
+    assert [h[0].tokens for h in found[1:]] == [[A] * 2, [A] * 5, [A] * 3]
 
 
 @pytest.mark.parametrize("config", CONFIGS)
@@ -281,6 +329,7 @@ def test_an_empty_batch_gives_no_hypotheses():
     model = random_model("small")
     for cached in (True, False):
         assert beam_decode(model, torch.zeros(0, 5, dtype=torch.long), 10, cached=cached) == []
+    assert beam_search(scripted({}), lambda rows: None, torch.zeros(0, dtype=torch.long), 4) == []
 
 
 def test_a_translation_scored_afresh_has_the_log_probability_the_search_gave_it():

@@ -57,14 +57,15 @@ def test_the_watched_steps_trace_back_to_the_hypotheses_returned(beam_size):
                         n_best=beam_size, watch=steps.append)[0]
     traced = {}
     for length, step in enumerate(steps, start=1):
-        for row in range(beam_size):
-            if step.finished[0, row] and step.log_probs[0, row] > -math.inf:
-                tokens, back = [], row
-                for earlier in range(length - 1, -1, -1):
-                    tokens.append(int(steps[earlier].tokens[0, back]))
-                    back = int(steps[earlier].parents[0, back])
-                words = [VOCAB.itos[t] for t in reversed(tokens) if VOCAB.itos[t] != EOS]
-                traced[tuple(words)] = float(step.log_probs[0, row])
+        for column in step.finished[0].nonzero().squeeze(1).tolist():
+            tokens, back = [], column
+            for earlier in range(length - 1, -1, -1):
+                tokens.append(int(steps[earlier].tokens[0, back]))
+                row = int(steps[earlier].parents[0, back])  # the row it extends, which is
+                if earlier:  # the row-th extension that went on a step before
+                    back = steps[earlier - 1].goes_on[0].nonzero().squeeze(1)[row].item()
+            words = [VOCAB.itos[t] for t in reversed(tokens) if VOCAB.itos[t] != EOS]
+            traced[tuple(words)] = float(step.log_probs[0, column])
     for hypothesis in found:
         words = tuple(VOCAB.itos[t] for t in hypothesis.tokens)
         assert traced[words] == pytest.approx(hypothesis.log_prob)

@@ -155,9 +155,18 @@ def test_the_beam_tree_draws_each_kept_hypothesis_under_its_word_with_its_score(
                            ("Ein",): {"Hund": 1.0}}, vocab)
     steps = []
     beam_search(model, lambda order: None, torch.tensor([4]), 2, alpha=1.0, watch=steps.append)
-    labels = [t.get_text() for t in beam_tree(steps, vocab, alpha=1.0).texts]
-    # <bos>; Der, Ein; Ein Hund (0.4) and Der <eos> (0.36, ends); Ein Hund <eos> (ends).
+    ax = beam_tree(steps, vocab)
+    labels = [t.get_text() for t in ax.texts]
+    # <bos>; Der, Ein; Ein Hund (0.4), Der <eos> (0.36, ends among the best two) and Der Hund
+    # (0.24, live in its place); then each ends: Ein Hund <eos>, Der Hund <eos>.
     assert labels == ["<bos>", "Der\n-0.51", "Ein\n-0.92", "Hund\n-0.92",
                       "<eos>\n-1.02\nscore -0.88",  # log 0.36 / ((5 + 2) / 6)^1
-                      "<eos>\n-0.92\nscore -0.69"]  # log 0.4 / ((5 + 3) / 6)^1
+                      "Hund\n-1.43", "<eos>\n-0.92\nscore -0.69",  # log 0.4 / ((5 + 3) / 6)
+                      "<eos>\n-1.43\nscore -1.07"]
+    # Each line joins a box to its parent's: Der <eos> and Der Hund hang from Der (height 0),
+    # Ein Hund from Ein (-1); at step 3, Ein Hund's <eos> from row 0, Der Hund's from row 2.
+    lines = [(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in ax.lines]
+    assert lines == [((0, 1), (0, 0)), ((0, 1), (0, -1)),
+                     ((1, 2), (-1, 0)), ((1, 2), (0, -1)), ((1, 2), (0, -2)),
+                     ((2, 3), (0, 0)), ((2, 3), (-2, -1))]
     plt.close("all")

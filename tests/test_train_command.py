@@ -229,3 +229,22 @@ def test_translate_decodes_with_the_beam_it_is_given(uninterrupted):
                               str(uninterrupted / "best.pt"), "--beam-size", "0", "Hello."],
                              capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "--beam-size must be at least 1, got 0" in refused.stderr
+
+
+def test_translate_hands_its_beam_and_alpha_to_the_search(uninterrupted, monkeypatch, capsys):
+    """The outputs above may agree for beams 1 and 4 on a few sentences; the options must still
+    reach the decoder."""
+    import toolkit.translate as command
+
+    asked = []
+
+    def spy(model, sentences, *args):
+        asked.append(args[-2:])  # (beam_size, length_penalty)
+        return [[] for _ in sentences]
+
+    monkeypatch.setattr(command, "translate", spy)
+    checkpoint = str(uninterrupted / "best.pt")
+    assert command.main([checkpoint, "Hello."]) == 0
+    assert command.main([checkpoint, "--beam-size", "3", "--length-penalty", "1.5", "Hi."]) == 0
+    assert asked == [(4, 0.6), (3, 1.5)]
+    capsys.readouterr()

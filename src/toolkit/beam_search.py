@@ -3,16 +3,19 @@
 Greedy decoding commits to the most likely token at every step, and a likely first word can
 lead into an unlikely sentence. Beam search keeps the `beam_size` most likely hypotheses
 instead (Vaswani et al., 2017, §6.1: beam size 4, length penalty α = 0.6, at most the input
-length + 50 tokens). Each step extends every live hypothesis by every token and keeps the
-`beam_size` extensions with the highest log-probability (they all have the same length, so
-the length penalty would not change their order). An extension that ends (with <eos>, or at
-the sentence's limit) is finished: it leaves the beam with its score, its log-probability
-divided by the length penalty of Wu et al. (2016, eq. 14), lp(Y) = ((5 + |Y|) / 6)^α, where
-|Y| counts its tokens with <eos>. Without the penalty, every extra token can only lower a
-log-probability, so short translations would always win. A sentence stops when no live
-hypothesis is left, or when none could still beat its `n_best` finished ones (the paper's
-"terminate early when possible"); the answer is the finished hypothesis with the best
-score. With `beam_size=1` this is exactly greedy decoding (tested).
+length + 50 tokens). Each step extends every live hypothesis by every token and ranks the
+extensions by log-probability (they all have the same length, so the length penalty would
+not change their order). Of the `2 * beam_size` best, the best `beam_size` that do not end
+stay live, as in the paper's tensor2tensor search, so a hypothesis that ends never takes a
+live one's place. One that ends (with <eos>, or at the sentence's limit) is finished if it
+ranks among the `beam_size` best, as in fairseq: it leaves with its score, its
+log-probability divided by the length penalty of Wu et al. (2016, eq. 14),
+lp(Y) = ((5 + |Y|) / 6)^α, where |Y| counts its tokens with <eos>. Without the penalty,
+every extra token can only lower a log-probability, so short translations would always win.
+A sentence stops once `beam_size` hypotheses have finished, when none is left live, or when
+no live one could still beat its `n_best` finished ones (the paper's "terminate early when
+possible"); the answer is the finished hypothesis with the best score. With `beam_size=1`
+this is exactly greedy decoding (tested).
 
 The rows of the batch hold the live sentences' hypotheses, `width` per sentence: one at the
 first step (<bos> alone), `beam_size` after it, so live sentence i has rows `i * width ...
@@ -46,19 +49,22 @@ class Hypothesis:
     log_prob: float
 
 
-def length_penalty(length: int, alpha: float) -> float:
+def length_penalty(length: int | torch.Tensor, alpha: float) -> float | torch.Tensor:
     """Wu et al. (2016): ((5 + |Y|) / 6)^α; α = 0 ranks by log-probability alone."""
     return ((5 + length) / 6) ** alpha
 
 
 @dataclass(frozen=True)
 class SearchStep:
-    """What one step kept for every sentence, to draw the search (`toolkit.plots.beam_tree`)."""
+    """One step's extensions that the search kept, for every sentence, best first, to draw the
+    search (`toolkit.plots.beam_tree`); the next step's row k is the k-th that goes on."""
 
-    parents: torch.Tensor  # (batch, beam) the beam each kept extension continues
-    tokens: torch.Tensor  # (batch, beam) the token it appends
-    log_probs: torch.Tensor  # (batch, beam) its log-probability so far; -inf: nothing kept
-    finished: torch.Tensor  # (batch, beam) True where it ends here (<eos> or the limit)
+    parents: torch.Tensor  # (batch, candidates) the row each extension continues
+    tokens: torch.Tensor  # (batch, candidates) the token it appends
+    log_probs: torch.Tensor  # (batch, candidates) its log-probability so far
+    scores: torch.Tensor  # (batch, candidates) log_probs / lp: what ranks it if it finished
+    finished: torch.Tensor  # (batch, candidates) True where it ends here and is kept
+    goes_on: torch.Tensor  # (batch, candidates) True where it stays live
 
 
 # (tokens so far: (rows, length)) -> log-probabilities of the next token: (rows, vocab)
@@ -93,60 +99,85 @@ def beam_search(
         keep = (limits > 0).nonzero().squeeze(1)
         tokens, log_probs, live = tokens[keep], log_probs[keep], live[keep]
         select(keep)
+    n_finished = torch.zeros(live.numel(), dtype=torch.long, device=device)  # (live,)
     for step in range(int(limits.max()) if live.numel() else 0):
         step_log_probs = next_log_probs(tokens)  # (rows, vocab)
         width, vocab = log_probs.size(1), step_log_probs.size(-1)  # rows per live sentence
         candidates = (log_probs.reshape(-1, 1) + step_log_probs).view(live.numel(), -1)
-        best, index = candidates.topk(min(beam_size, width * vocab), dim=1)  # best first
-        beam, token = index // vocab, index % vocab  # (live, beam): the row extended, by what
+        best, index = candidates.topk(min(2 * beam_size, width * vocab), dim=1)  # best first
+        if best.size(1) < beam_size:  # fewer candidates than beams: empty slots fill the rest
+            best = nn.functional.pad(best, (0, beam_size - best.size(1)), value=-torch.inf)
+            index = nn.functional.pad(index, (0, beam_size - index.size(1)))
+        beam, token = index // vocab, index % vocab  # (live, candidates): the row, the token
         length = step + 1
-        ends = (token == EOS_ID) | (length >= limits[live])[:, None]  # (live, beam)
-        ends &= best > -torch.inf  # an empty slot (fewer candidates than beams) ends nothing
+        real = best > -torch.inf  # (live, candidates) False: an empty slot, or impossible
+        ends = real & ((token == EOS_ID) | (length >= limits[live])[:, None])
+        # The beam_size best that do not end go on; of those that end, the ones among the
+        # beam_size best are finished, and the rest are dropped.
+        goes_on = real & ~ends
+        goes_on &= goes_on.cumsum(dim=1) <= beam_size
+        finishing = ends.clone()
+        finishing[:, beam_size:] = False
         if watch is not None:
-            watch(_in_batch(live, batch, beam, token, best, ends))
-        newly = ends.nonzero().tolist()
-        if newly:  # read them on the CPU once, not element by element from the device
-            cpu = {name: t.tolist() for name, t in
-                   (("best", best), ("beam", beam), ("token", token), ("tokens", tokens),
-                    ("live", live))}
-            for b, k in newly:
-                ids = cpu["tokens"][b * width + cpu["beam"][b][k]][1:]
-                if cpu["token"][b][k] != EOS_ID:
-                    ids.append(cpu["token"][b][k])
-                log_prob = cpu["best"][b][k]
-                finished[cpu["live"][b]].append(
-                    Hypothesis(ids, log_prob / length_penalty(length, alpha), log_prob))
-        log_probs = best.masked_fill(ends, -torch.inf)  # finished hypotheses leave the beam
-        done = ~(log_probs > -torch.inf).any(dim=1) | _cannot_improve(
-            [finished[b] for b in live.tolist()], log_probs, limits[live], alpha, n_best)
+            scores = best / length_penalty(length, alpha)
+            watch(_in_batch(live, batch, beam, token, best, scores, finishing, goes_on))
+        _collect(finished, finishing, live, best, beam, token, tokens, width, length, alpha)
+        n_finished += finishing.sum(dim=1)
+        # Each sentence's going-on extensions, in rank order, become its beam_size rows.
+        order = (~goes_on).to(torch.uint8).argsort(dim=1, stable=True)[:, :beam_size]
+        log_probs = best.gather(1, order).masked_fill(~goes_on.gather(1, order), -torch.inf)
+        beam, token = beam.gather(1, order), token.gather(1, order)  # (live, beam)
+        done = ((n_finished >= beam_size) | ~(log_probs > -torch.inf).any(dim=1)
+                | _cannot_improve([finished[b] for b in live.tolist()], log_probs,
+                                  limits[live], alpha, n_best))
         keep = (~done).nonzero().squeeze(1)  # (still live,) the sentences that go on
         if keep.numel() == 0:
             break
         # Each kept extension continues the row it came from; done sentences' rows leave.
         rows = (keep[:, None] * width + beam[keep]).reshape(-1)  # (still live * beam,)
         tokens = torch.cat([tokens[rows], token[keep].reshape(-1, 1)], dim=1)
-        if keep.numel() < live.numel() and beam.size(1) != width:
+        if keep.numel() < live.numel() and beam_size != width:
             # Sentences leave while the rows per sentence change: two moves, so that neither
             # keeps the number of rows while changing their sentences (Select's promise).
             leaving = (keep[:, None] * width + torch.arange(width, device=device)).reshape(-1)
             select(leaving)
             rows = (torch.arange(keep.numel(), device=device)[:, None] * width
                     + beam[keep]).reshape(-1)
-        log_probs, live = log_probs[keep], live[keep]
+        log_probs, live, n_finished = log_probs[keep], live[keep], n_finished[keep]
         select(rows)
     return [sorted(hypotheses, key=lambda h: -h.score)[:n_best] or [Hypothesis([], 0.0, 0.0)]
             for hypotheses in finished]
 
 
-def _in_batch(live: torch.Tensor, batch: int, parents: torch.Tensor, tokens: torch.Tensor,
-              log_probs: torch.Tensor, ends: torch.Tensor) -> SearchStep:
-    """A step's record with a row for every sentence of the batch; one that left keeps
-    nothing (-inf)."""
-    def whole(kept: torch.Tensor, fill: float | bool) -> torch.Tensor:  # (batch, beam)
-        return kept.new_full((batch, kept.size(1)), fill).index_copy_(0, live, kept)
+def _collect(
+    finished: list[list[Hypothesis]], finishing: torch.Tensor, live: torch.Tensor,
+    best: torch.Tensor, beam: torch.Tensor, token: torch.Tensor, tokens: torch.Tensor,
+    width: int, length: int, alpha: float,
+) -> None:
+    """Add this step's finished extensions to their sentences' lists, read on the CPU once
+    rather than element by element from the device."""
+    newly = finishing.nonzero()  # (n, 2): (live sentence, candidate) pairs
+    if newly.numel() == 0:
+        return
+    b, k = newly.unbind(dim=1)
+    histories = tokens[b * width + beam[b, k], 1:].tolist()  # each one's tokens so far
+    for ids, sentence, last, log_prob in zip(histories, live[b].tolist(), token[b, k].tolist(),
+                                            best[b, k].tolist(), strict=True):
+        if last != EOS_ID:  # cut by the limit: its last token is a word
+            ids.append(last)
+        finished[sentence].append(Hypothesis(ids, log_prob / length_penalty(length, alpha),
+                                             log_prob))
 
-    return SearchStep(whole(parents, 0), whole(tokens, PAD_ID), whole(log_probs, -torch.inf),
-                      whole(ends, False))
+
+def _in_batch(live: torch.Tensor, batch: int, *kept: torch.Tensor) -> SearchStep:
+    """A step's record with a row for every sentence of the batch; one that left keeps
+    nothing."""
+    def whole(part: torch.Tensor) -> torch.Tensor:  # (live, candidates) -> (batch, candidates)
+        fill = False if part.dtype == torch.bool else (-torch.inf if part.is_floating_point()
+                                                       else PAD_ID)
+        return part.new_full((batch, part.size(1)), fill).index_copy_(0, live, part)
+
+    return SearchStep(*(whole(part) for part in kept))
 
 
 def _cannot_improve(
@@ -161,7 +192,7 @@ def _cannot_improve(
     kept = [sorted((h.score for h in hypotheses), reverse=True) for hypotheses in finished]
     worst_kept = torch.tensor([scores[n_best - 1] if len(scores) >= n_best else -torch.inf
                                for scores in kept], device=log_probs.device)  # (batch,)
-    penalties = ((5 + limits.float()) / 6) ** alpha  # (batch,) lp at each sentence's limit
+    penalties = length_penalty(limits.float(), alpha)  # (batch,) lp at each sentence's limit
     return worst_kept >= log_probs.max(dim=1).values / penalties
 
 

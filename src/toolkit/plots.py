@@ -10,7 +10,7 @@ import torch
 from matplotlib.axes import Axes
 
 from toolkit.batches import encode_source
-from toolkit.beam_search import SearchStep, length_penalty
+from toolkit.beam_search import SearchStep
 from toolkit.stage_api import attention_maps, forward_batch, keeping_attention, restoring_mode
 from toolkit.training import History
 from toolkit.vocab import BOS, BOS_ID, EOS, Vocab
@@ -128,32 +128,37 @@ def sentence_attention(
 
 
 def beam_tree(
-    steps: Sequence[SearchStep], vocab: Vocab, alpha: float, sentence: int = 0,
-    ax: Axes | None = None,
+    steps: Sequence[SearchStep], vocab: Vocab, sentence: int = 0, ax: Axes | None = None,
 ) -> Axes:
     """Draw what a beam search kept at each step: a line joins each hypothesis to the one it
-    extends, and a green box marks one that ended, with its length-penalised score."""
-    beam = max(step.tokens.size(1) for step in steps)  # rows kept per step, at most
-    ax = ax or plt.subplots(figsize=(1.7 * len(steps) + 1.5, 0.85 * beam + 0.8))[1]
+    extends, and a green box marks one that finished, with its length-penalised score."""
+    kept = [(step.finished[sentence] | step.goes_on[sentence]).nonzero().squeeze(1).tolist()
+            for step in steps]  # each step's kept extensions, best first
+    rows = max(map(len, kept), default=1)
+    ax = ax or plt.subplots(figsize=(1.7 * len(steps) + 1.5, 0.85 * rows + 0.8))[1]
     box = {"boxstyle": "round", "facecolor": "#dbe9f6", "edgecolor": "#4a7ab0"}
     ended = {**box, "facecolor": "#d8f0d2", "edgecolor": "#3c8c3c"}
     ax.text(0, 0, BOS, ha="center", va="center", bbox=box)
-    for length, step in enumerate(steps, start=1):
-        for row in range(step.tokens.size(1)):
-            log_prob = float(step.log_probs[sentence, row])
-            if log_prob == -np.inf:  # nothing kept here: the sentence is done, or had fewer
-                continue  # candidates than beams
-            parent = int(step.parents[sentence, row])  # the first step has one row: 0
-            ax.plot([length - 1, length], [-parent, -row], color="#999999", zorder=0)
-            label = f"{vocab.itos[int(step.tokens[sentence, row])]}\n{log_prob:.2f}"
-            finished = bool(step.finished[sentence, row])
+    heights = [0]  # where each live row of the previous step was drawn: <bos> at first
+    for length, (step, indices) in enumerate(zip(steps, kept, strict=True), start=1):
+        live_heights = []
+        for height, c in enumerate(indices):
+            parent = heights[int(step.parents[sentence, c])]
+            ax.plot([length - 1, length], [-parent, -height], color="#999999", zorder=0)
+            label = f"{vocab.itos[int(step.tokens[sentence, c])]}\n" \
+                    f"{float(step.log_probs[sentence, c]):.2f}"
+            finished = bool(step.finished[sentence, c])
             if finished:
-                label += f"\nscore {log_prob / length_penalty(length, alpha):.2f}"
-            ax.text(length, -row, label, ha="center", va="center", fontsize=9,
+                label += f"\nscore {float(step.scores[sentence, c]):.2f}"
+            else:
+                live_heights.append(height)  # the next step's rows, in this order
+            ax.text(length, -height, label, ha="center", va="center", fontsize=9,
                     bbox=ended if finished else box)
-    ax.set(xlim=(-0.5, len(steps) + 0.5), ylim=(-beam + 0.4, 0.6), yticks=[],
+        heights = live_heights
+    ax.set(xlim=(-0.5, len(steps) + 0.5), ylim=(-rows + 0.4, 0.6), yticks=[],
            xticks=range(len(steps) + 1), xlabel="step (tokens so far)",
-           title=f"beam size {beam}: log-probability so far under each token")
+           title="log-probability so far under each kept token (green: finished, with its "
+                 "score)")
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
     return ax
