@@ -132,10 +132,9 @@ def render_diffs(site: Path, pages: list[Path]) -> None:
         links = ['<a href="index.html">course index</a>']
         links += [f'<a href="{page_name(by_stage[n])}">notebook {n:02d}</a>'
                   for n in (old, new) if n in by_stage]
-        removed, added = diff.changed_lines()
         body = (f"<h1>Stage {old:02d} → stage {new:02d}</h1>{diff.html()}"
-                f"<p>{removed} lines removed, {added} added; <code># New:</code> markers "
-                f"are ignored. In a terminal: <code>make diff A={old:02d} B={new:02d}</code>.</p>")
+                f"<p><code># New:</code> markers are ignored. In a terminal: "
+                f"<code>make diff A={old:02d} B={new:02d}</code>.</p>")
         nav = f'<nav class="course-nav">{" · ".join(links)}</nav>'
         (site / diff_name(old, new)).write_text(
             simple_page(f"Stage {old:02d} → {new:02d}", body, nav, wide=True), encoding="utf-8")
