@@ -7,7 +7,9 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
-SOURCES := $(shell find src -name '*.py') $(wildcard assets/data/*.jsonl)
+# What the notebooks run (the site's own builder is not part of it).
+SOURCES := $(shell find src -name '*.py' -not -path 'src/course_site/*') \
+           $(wildcard assets/data/*.jsonl)
 EXECUTED := build/notebooks/.executed
 MATHJAX := build/mathjax/node_modules/mathjax/es5/tex-chtml.js
 
@@ -17,11 +19,12 @@ NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 
 .PHONY: help setup test unit mutants-check mutants notebooks student student-tests site \
-        site-tests lab data ladder ablation bench diff train train-ddp clean
+        site-student site-tests lab data ladder ablation bench diff train train-ddp clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
 	@echo "make site    execute the notebooks if needed and render the course to site/"
+	@echo "make site-student   the same without the exercises' answers, in site-student/"
 	@echo "make student write student/: the notebooks without the exercise answers, for a class"
 	@echo "             (a copy already there is kept: delete it for a fresh one)"
 	@echo "make lab     open the notebooks in JupyterLab"
@@ -39,7 +42,7 @@ help:
 	@echo "make train-ddp NPROC=2   the same training with torchrun + DistributedDataParallel,"
 	@echo "             into build/ddp/ (ARGS=... takes the same options)"
 	@echo "make diff A=03 B=04   print what stage B changes in stage A"
-	@echo "make clean   remove build/, site/ and the virtualenv"
+	@echo "make clean   remove build/, site/, site-student/, student/ and the virtualenv"
 
 setup: $(INSTALLED)
 
@@ -95,10 +98,14 @@ $(MATHJAX):
 	cd build/mathjax && npm install --silent --no-audit --no-fund --no-save mathjax@3.2.2
 
 site: $(EXECUTED) $(MATHJAX)
-	$(BIN)/python -m toolkit.website
+	$(BIN)/python -m course_site
+
+# The same site for a class during the course: answers left out, checks shown unrun.
+site-student: $(EXECUTED) $(MATHJAX)
+	$(BIN)/python -m course_site --student
 
 # The site's own tests: offline resources, links, and a real browser when there is one.
-site-tests: site
+site-tests: site site-student
 	REQUIRE_SITE=1 $(BIN)/pytest tests/site -p no:cacheprovider --timeout=600
 
 lab: $(INSTALLED)
@@ -132,5 +139,5 @@ diff: $(INSTALLED)
 	@$(BIN)/python -m toolkit.stagediff $(A) $(B)
 
 clean:
-	rm -rf build site student $(VENV) .pytest_cache .ruff_cache
+	rm -rf build site site-student student $(VENV) .pytest_cache .ruff_cache
 	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -36,8 +36,12 @@ def defined_names(cell: dict) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
-def student_version(notebook: dict, name: str) -> dict:
-    """Leave out each solution cell, after checking that the stub just before it matches."""
+def student_version(notebook: dict, name: str, keep_outputs: bool = False) -> dict:
+    """Leave out each solution cell, after checking that the stub just before it matches.
+
+    A notebook to work in has every output cleared; one to read (`keep_outputs`, the site's
+    student edition) keeps them, except the checks', which would show the answers passing.
+    """
     cells: list[dict] = []
     for cell in notebook["cells"]:
         if SOLUTION in tags(cell):
@@ -50,7 +54,7 @@ def student_version(notebook: dict, name: str) -> dict:
                 )
             continue
         cell = copy.deepcopy(cell)
-        if cell["cell_type"] == "code":
+        if cell["cell_type"] == "code" and (not keep_outputs or CHECK in tags(cell)):
             cell["outputs"], cell["execution_count"] = [], None
         cells.append(cell)
     return {**notebook, "cells": cells}

@@ -1,0 +1,122 @@
+"""The pages the site adds to the notebooks, written as MyST Markdown for Sphinx: the index
+(outline and ladder), one page per stage diff, and the teacher's guide."""
+
+import re
+from pathlib import Path
+
+from toolkit.ladder import CHART_PATH, load_runs, table
+from toolkit.outline import STAGES
+from toolkit.stagediff import stage_diff
+
+# Each stage against the one before it, and the whole journey from the first to the last.
+DIFFS = [(s.number - 1, s.number) for s in STAGES[1:]] + [(STAGES[0].number, STAGES[-1].number)]
+
+
+def diff_name(old: int, new: int) -> str:
+    return f"diff_{old:02d}_{new:02d}"
+
+
+def stage_number(notebook: Path) -> int | None:
+    """01_naive_attention.ipynb -> 1; the data notebook and appendices have none."""
+    number = int(notebook.name[:2])
+    return number if any(s.number == number for s in STAGES) else None
+
+
+def title(notebook: dict) -> str:
+    match = re.search(r"^#\s+(.+)$", "".join(notebook["cells"][0]["source"]), re.M)
+    return match.group(1).strip() if match else "notebook"
+
+
+def learning_goal(notebook: dict) -> str:
+    """The '**Learning goal.**' paragraph of the notebook's first cell, on one line."""
+    first = "".join(notebook["cells"][0]["source"])
+    match = re.search(r"\*\*Learning goal\.\*\*\s*(.+?)(\n\s*\n|$)", first, re.S)
+    return " ".join(match.group(1).split()) if match else ""
+
+
+def toctree(caption: str, documents: list[str]) -> str:
+    return "\n".join(["```{toctree}", f":caption: {caption}", ":hidden:", "", *documents, "```"])
+
+
+def index_page(notebooks: dict[str, dict], student: bool) -> str:
+    """The course outline, the ladder, and every page in the sidebar, in course order."""
+    items = []
+    for name, notebook in notebooks.items():
+        number = stage_number(Path(name))
+        changed = (f" · [what changed]({diff_name(number - 1, number)}.md)"
+                   if number and number > 1 else "")
+        items.append(f"{int(name[:2])}. [{title(notebook)}]({name}){changed}  \n"
+                     f"   {learning_goal(notebook)}")
+    runs = load_runs()
+    ladder = "" if not runs else table(runs).reset_index().to_html(
+        index=False, classes="ladder", border=0)
+    edition = ("\n:::{note}\nThe student edition: every exercise's answer is left out, and "
+               "its check is shown unrun.\n:::\n" if student else "")
+    teaching = "" if student else (
+        "**Teaching a class?** The [teacher's guide](teaching.md) plans seven sessions of 90 "
+        "minutes, `make student` writes the notebooks without their exercise answers, and "
+        "`make site-student` this site without them.")
+    chart = "![The ladder: exact match, held-out exact match and BLEU per stage](ladder.png)" \
+        if CHART_PATH.exists() else ""
+    stems = [Path(name).stem for name in notebooks]
+    return f"""# The Transformer, stage by stage
+{edition}
+The Transformer of [Attention Is All You Need](https://arxiv.org/abs/1706.03762), built in
+PyTorch one idea at a time. Each page is an executed notebook; each stage's code is the
+previous stage's plus exactly one idea, and the [whole journey from stage 01 to
+07]({diff_name(1, 7)}.md) is one diff.
+
+## The course
+
+{chr(10).join(items)}
+
+{teaching}
+## The ladder
+
+Every stage trained on one shared budget and scored on held-out sentences
+(`assets/ladder.json`, written by `make ladder`).
+
+{chart}
+
+```{{raw}} html
+{ladder}
+```
+
+## Run it yourself
+
+```bash
+git clone <this repository> && cd <it>
+make lab    # the notebooks in JupyterLab
+make test   # every test, notebooks included
+make site   # the course site, in site/
+```
+
+Everything runs offline on a laptop CPU: the corpus is built in, and this site loads nothing
+from the network; its search works from the files alone.
+
+{toctree("The course", stems)}
+
+{toctree("What each stage changes", [diff_name(*pair) for pair in DIFFS])}
+
+{"" if student else toctree("Teaching", ["teaching"])}
+"""
+
+
+def diff_page(old: int, new: int) -> str:
+    """A diff has no sections to list: its page gives the contents column to the code."""
+    return f"""---
+html_theme.sidebar_secondary.remove: true
+---
+# Stage {old:02d} → stage {new:02d}
+
+```{{raw}} html
+<div class="diff-page">{stage_diff(old, new).html()}</div>
+```
+
+`# New:` markers are ignored. In a terminal: `make diff A={old:02d} B={new:02d}`.
+"""
+
+
+def guide_page(guide: str) -> str:
+    """The teacher's guide, its links to ../notebooks/ pointed at the pages beside it."""
+    return re.sub(r"\]\(\.\./notebooks/(\d\d_\w+\.ipynb)\)", r"](\1)", guide)

@@ -1,0 +1,71 @@
+"""What the site builder does to the notebooks and pages before Sphinx sees them: it refuses
+notebooks that never ran, links each stage to its diff, and leaves the answers, the check
+outputs and the teacher's guide out of the student edition (tests/site checks the result)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from course_site.build import for_the_site
+from course_site.pages import DIFFS, guide_page, index_page
+from toolkit.outline import STAGES
+from toolkit.student import CHECK, SOLUTION, tags
+
+ROOT = Path(__file__).resolve().parents[1]
+MASKING = ROOT / "notebooks" / "03_masking.ipynb"
+
+
+def executed(path: Path) -> dict:
+    """The committed notebook as if it had run: every code cell numbered, with an output."""
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    for count, cell in enumerate(c for c in notebook["cells"] if c["cell_type"] == "code"):
+        cell["execution_count"] = count + 1
+        cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": f"ran {count}"}]
+    return notebook
+
+
+def test_a_notebook_that_never_ran_is_refused_with_what_to_do():
+    notebook = json.loads(MASKING.read_text(encoding="utf-8"))  # committed without outputs
+    with pytest.raises(ValueError, match="code cells that never ran.*run `make notebooks`"):
+        for_the_site(notebook, MASKING.name, student=False)
+
+
+def test_the_student_edition_drops_answers_and_check_outputs_and_keeps_the_rest():
+    notebook = executed(MASKING)
+    teacher = for_the_site(notebook, MASKING.name, student=False)
+    student = for_the_site(notebook, MASKING.name, student=True)
+    assert [c["id"] for c in student["cells"]] == \
+        [c["id"] for c in teacher["cells"] if SOLUTION not in tags(c)]
+    assert any(SOLUTION in tags(c) for c in teacher["cells"])
+    for cell in student["cells"]:
+        if cell["cell_type"] == "code":
+            assert (cell["outputs"] == []) == (CHECK in tags(cell)), cell["id"]
+
+
+def test_each_stage_after_the_first_links_the_diff_that_made_it():
+    for path, link in [(MASKING, "diff_02_03.md"),
+                       (ROOT / "notebooks" / "01_naive_attention.ipynb", None),
+                       (ROOT / "notebooks" / "10_training_like_the_paper.ipynb", None)]:
+        page = for_the_site(executed(path), path.name, student=False)
+        added = [c for c in page["cells"] if c.get("id") == "site-diff-link"]
+        assert [link in c["source"] for c in added] == ([True] if link else [])
+
+
+def test_every_stage_has_its_diff_and_the_whole_journey_one():
+    assert DIFFS == [(s.number - 1, s.number) for s in STAGES[1:]] + [(1, STAGES[-1].number)]
+
+
+def test_the_guide_links_the_pages_beside_it_not_the_notebook_files():
+    text = guide_page("See [masking](../notebooks/03_masking.ipynb) and [x](../README.md).")
+    assert text == "See [masking](03_masking.ipynb) and [x](../README.md)."
+
+
+def test_the_index_lists_every_notebook_in_order_and_only_the_teacher_gets_the_guide():
+    notebooks = {path.name: executed(path)
+                 for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
+    teacher, student = index_page(notebooks, False), index_page(notebooks, True)
+    positions = [teacher.index(f"]({name})") for name in notebooks]
+    assert positions == sorted(positions)
+    assert "teaching.md" in teacher and "teaching" not in student.split("## The course")[1]
+    assert "every exercise's answer is left out" in student
