@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from course_site.build import for_the_site
-from course_site.pages import DIFFS, guide_page, index_page
+from course_site.build import as_a_terminal_shows, for_the_site
+from course_site.pages import DIFFS, diff_page, guide_page, index_page
 from toolkit.outline import STAGES
 from toolkit.student import CHECK, SOLUTION, tags
 
@@ -69,3 +69,23 @@ def test_the_index_lists_every_notebook_in_order_and_only_the_teacher_gets_the_g
     assert positions == sorted(positions)
     assert "teaching.md" in teacher and "teaching" not in student.split("## The course")[1]
     assert "every exercise's answer is left out" in student
+
+
+def test_a_progress_bar_shows_its_last_state_as_in_a_terminal():
+    written = "training:   0%|  | 0/10\rtraining:  50%|# | 5/10\rtraining: 100%|##| 10/10\ndone\n"
+    assert as_a_terminal_shows(written) == "training: 100%|##| 10/10\ndone\n"
+    notebook = executed(MASKING)
+    code = next(c for c in notebook["cells"] if c["cell_type"] == "code")
+    code["outputs"] = [{"output_type": "stream", "name": "stderr", "text": [written]}]
+    page = for_the_site(notebook, MASKING.name, student=False)
+    shown = next(c for c in page["cells"] if c.get("id") == code["id"])
+    assert shown["outputs"][0]["text"] == "training: 100%|##| 10/10\ndone\n"
+
+
+def test_a_diff_page_links_the_notebooks_that_explain_its_stages():
+    names = [p.name for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
+    assert "[03](03_masking.ipynb)" in diff_page(2, 3, names)
+    journey = diff_page(1, 7, names)
+    assert all(f"]({name})" in journey for name in names if name[:2] in
+               {"02", "03", "04", "05", "06", "07"})
+    assert "](01_naive_attention.ipynb)" not in journey

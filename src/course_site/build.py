@@ -53,12 +53,22 @@ def check_executed(notebook: dict, name: str) -> None:
                          f"from executed notebooks; run `make notebooks` (or `make site`)")
 
 
+def as_a_terminal_shows(text: str) -> str:
+    """A progress bar rewrites its line with carriage returns; Jupyter shows the last write
+    only, and so should the page (else every update of a tqdm bar is a line of its own)."""
+    return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+
+
 def for_the_site(notebook: dict, name: str, student: bool) -> dict:
     """The page's notebook: no widget state (it would need a CDN), a link to the stage's
     diff, and in the student edition no answers and no check outputs."""
     check_executed(notebook, name)
     notebook = copy.deepcopy(notebook)
     notebook.get("metadata", {}).pop("widgets", None)
+    for cell in notebook["cells"]:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                output["text"] = as_a_terminal_shows("".join(output["text"]))
     if student:
         notebook = student_version(notebook, name, keep_outputs=True)
     number = stage_number(Path(name))
@@ -80,7 +90,8 @@ def stage_sources(executed: Path, source: Path, student: bool) -> None:
         shutil.rmtree(source)
     (source / "_static").mkdir(parents=True)
     shutil.copy2(HERE / "conf.py", source / "conf.py")
-    shutil.copy2(HERE / "_static" / "course.css", source / "_static" / "course.css")
+    for name in ("course.css", "course.js"):
+        shutil.copy2(HERE / "_static" / name, source / "_static" / name)
     copy_mathjax(source / "_static")
     notebooks = {}
     for path in paths:
@@ -90,7 +101,8 @@ def stage_sources(executed: Path, source: Path, student: bool) -> None:
         notebooks[path.name] = notebook
     (source / "index.md").write_text(index_page(notebooks, student), encoding="utf-8")
     for old, new in DIFFS:
-        (source / f"{diff_name(old, new)}.md").write_text(diff_page(old, new), encoding="utf-8")
+        (source / f"{diff_name(old, new)}.md").write_text(diff_page(old, new, list(notebooks)),
+                                                           encoding="utf-8")
     if not student:  # the guide holds hints and advice meant for the teacher
         (source / "teaching.md").write_text(guide_page(GUIDE.read_text(encoding="utf-8")),
                                             encoding="utf-8")

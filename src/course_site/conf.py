@@ -2,6 +2,7 @@
 pages it stages, so every path here is relative to that folder."""
 
 project = "The Transformer, stage by stage"
+author = "the course's authors"
 copyright = "the course's authors"
 extensions = ["myst_nb", "sphinx_copybutton"]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
@@ -22,6 +23,7 @@ html_theme = "sphinx_book_theme"
 html_title = project
 html_static_path = ["_static"]
 html_css_files = ["course.css"]
+html_js_files = ["course.js"]
 html_last_updated_fmt = None
 html_theme_options = {
     "home_page_in_toc": True,

@@ -84,8 +84,9 @@ Every stage trained on one shared budget and scored on held-out sentences
 
 ## Run it yourself
 
+In a copy of the course's repository:
+
 ```bash
-git clone <this repository> && cd <it>
 make lab    # the notebooks in JupyterLab
 make test   # every test, notebooks included
 make site   # the course site, in site/
@@ -102,18 +103,25 @@ from the network; its search works from the files alone.
 """
 
 
-def diff_page(old: int, new: int) -> str:
-    """A diff has no sections to list: its page gives the contents column to the code."""
+def diff_page(old: int, new: int, notebooks: list[str]) -> str:
+    """A diff has no sections to list: its page gives the contents column to the code, and
+    links back to the notebooks that explain each stage it spans."""
+    explained = [name for name in notebooks
+                 if (stage_number(Path(name)) or 0) in range(old + 1, new + 1)]
+    links = ", ".join(f"[{Path(name).stem[:2]}]({name})" for name in explained)
     return f"""---
 html_theme.sidebar_secondary.remove: true
 ---
 # Stage {old:02d} → stage {new:02d}
 
+Explained in notebook{"s" * (len(explained) > 1)} {links}.
+
 ```{{raw}} html
 <div class="diff-page">{stage_diff(old, new).html()}</div>
 ```
 
-`# New:` markers are ignored. In a terminal: `make diff A={old:02d} B={new:02d}`.
+Each stage marks what it adds with trailing `# New:` comments; they are left out of the
+comparison. In a terminal: `make diff A={old:02d} B={new:02d}`.
 """
 
 

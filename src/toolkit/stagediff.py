@@ -188,8 +188,12 @@ class StageDiff:
             unified.append("</tbody>")
         summary = (f'<p class="stagediff-summary"><b>{html.escape(self.summary)}</b> '
                    f"{removed} lines removed, {added} added.</p>")
-        return (f'{_STYLE}<div class="stagediff">{summary}{"".join(split)}</table>'
-                f'{"".join(unified)}</table></div>')
+        # Spaces between cells and rows change nothing on screen, but keep a line's number
+        # and its code apart for anything that reads the text (the site's search index).
+        tables = f'{"".join(split)}</table>{"".join(unified)}</table>'
+        tables = tables.replace("</td><td", "</td> <td").replace("</tr><tr", "</tr>\n<tr")
+        return f'{_STYLE}<div class="stagediff">{summary}{tables}</div>'
+
 
     def text(self, columns: int = 80, colour: bool = False) -> str:
         """Side by side when `columns` hold both files' longest lines, else unified."""
