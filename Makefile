@@ -17,12 +17,20 @@ MATHJAX := build/mathjax/node_modules/mathjax/es5/tex-chtml.js
 NOTEBOOK_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1
 NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
+NOTEBOOK_TIMES := build/notebook-times.xml
+# Last first: the appendices take longest, and two workers finish together only when the
+# long notebooks start early.
+NOTEBOOK_ORDER := $(addprefix build/notebooks/,$(shell printf '%s\n' $(notdir $(NOTEBOOKS)) | sort -r))
+# The unit tests that train or start processes; make quick leaves them to make test.
+SLOW_TESTS := tests/test_train_command.py tests/test_train_ddp.py \
+              tests/test_notebook_reruns.py tests/test_mutations.py
 
-.PHONY: help setup test unit mutants-check mutants notebooks student student-tests site \
+.PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student student-tests site \
         site-student site-tests lab data ladder ablation bench diff train train-ddp clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
+	@echo "make quick   ruff and the unit tests that train nothing (a minute): the inner loop"
 	@echo "make site    execute the notebooks if needed and render the course to site/"
 	@echo "make site-student   the same without the exercises' answers, in site-student/"
 	@echo "make student write student/: the notebooks without the exercise answers, for a class"
@@ -53,6 +61,16 @@ $(INSTALLED): requirements.txt pyproject.toml
 	touch $@
 
 test: unit mutants-check notebooks student-tests site-tests
+	@$(MAKE) --no-print-directory notebook-times
+
+# Each notebook's time in the last run against its budget: a report, never a failure.
+notebook-times: $(INSTALLED)
+	@$(BIN)/python -m course_site.notebook_times $(NOTEBOOK_TIMES)
+
+quick: $(INSTALLED)
+	$(BIN)/ruff check .
+	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider --timeout=600 \
+		--ignore=tests/site --ignore=tests/student $(addprefix --ignore=,$(SLOW_TESTS))
 
 unit: $(INSTALLED)
 	$(BIN)/ruff check .
@@ -73,7 +91,7 @@ mutants: $(INSTALLED)
 notebooks: $(INSTALLED)
 	rm -rf build/notebooks && mkdir -p build/notebooks
 	cp $(NOTEBOOKS) build/notebooks/
-	$(NOTEBOOK_ENV) $(NBMAKE) build/notebooks
+	$(NOTEBOOK_ENV) $(NBMAKE) --junitxml=$(NOTEBOOK_TIMES) $(NOTEBOOK_ORDER)
 	touch $(EXECUTED)
 
 # The class's copies: every cell tagged `solution` left out, outputs cleared (never committed).

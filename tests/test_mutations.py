@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from stages import stage03_masking
-from toolkit.mutants import TABLE_PATH, load_table, try_mutation
+from toolkit import mutants
+from toolkit.mutants import TABLE_PATH, Outcome, load_table, try_mutation, unproven_kills
 from toolkit.mutations import BUGS, CATALOGUE, SRC, Mutation, MutationDoesNotApply, find
 
 TESTS = Path(__file__).resolve().parent
@@ -99,3 +100,20 @@ def test_an_assert_inside_the_code_under_test_is_not_counted_as_a_kill(tmp_path)
         ("self.attention = weights.detach()", "assert weights.sum() < 0, 'raised in src'"),))
     outcome = try_mutation(inner, tmp_path, only=["test_stage01.py"])
     assert outcome.status == "survived" and "raised in src" in outcome.detail
+
+
+def test_a_kill_counts_only_if_its_test_passes_without_the_mutation(tmp_path, monkeypatch):
+    """A test that fails on the unmutated copy would 'kill' every mutation it runs on."""
+    def copy_with_a_failing_test(destination: Path) -> Path:
+        copy = copy_tree(destination)
+        (copy / "tests" / "test_always_fails.py").write_text("def test_fails():\n    assert 0\n")
+        return copy
+
+    copy_tree = mutants.copy_tree
+    monkeypatch.setattr(mutants, "copy_tree", copy_with_a_failing_test)
+    real = Outcome("real", 1, "", "killed", "tests/test_stage01.py::"
+                   "test_permuting_the_source_permutes_the_encoder_output")
+    false = Outcome("false", 1, "", "killed", "tests/test_always_fails.py::test_fails")
+    assert unproven_kills([real], tmp_path / "one") is None
+    problem = unproven_kills([real, false], tmp_path / "two")
+    assert "test_always_fails.py::test_fails" in problem and "permuting" not in problem

@@ -4,8 +4,10 @@ For each mutation in `toolkit.mutations.CATALOGUE` this copies `src/` and `tests
 temporary folder (never touching the working tree), applies the mutation there, and runs
 the tests that import the mutated module, with the copy first on PYTHONPATH. A mutation
 counts as killed only when a test fails an *assertion* (`toolkit.mutant_guard` checks the
-imports and tells assertions from crashes). Before any mutation, the same tests must pass
-on an unmutated copy.
+imports and tells assertions from crashes). Afterwards every test that killed a mutation
+must pass on an unmutated copy, or the kill proves nothing and the run fails. (Running all
+the tests on the unmutated copy first, as this once did, took longer than all 66 mutations:
+`make test` has just run them in the working tree.)
 
     python -m toolkit.mutants            # every mutation; exit 1 unless all are killed
     python -m toolkit.mutants bug04 bug15    # only the names that contain these words
@@ -79,14 +81,15 @@ def copy_tree(destination: Path) -> Path:
     return destination
 
 
-def run_tests(copy: Path, module: str, files: Iterable[Path]) -> dict:
-    """Run pytest on the copy in a fresh interpreter; return the guard's report."""
+def run_tests(copy: Path, module: str, tests: Iterable[Path | str],
+              stop_at_kill: bool = True) -> dict:
+    """Run pytest on the copy (files or node ids) in a fresh interpreter; return the report."""
     report = copy / "mutant-report.json"
     env = {**os.environ, "PYTHONPATH": str(copy / "src"), "PYTHONDONTWRITEBYTECODE": "1",
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
            "MUTANT_SRC": str(copy / "src"), "MUTANT_MODULE": module,
-           "MUTANT_REPORT": str(report)}
-    command = [sys.executable, "-m", "pytest", *map(str, files), "-p", "toolkit.mutant_guard",
+           "MUTANT_REPORT": str(report), "MUTANT_STOP_AT_KILL": "1" if stop_at_kill else ""}
+    command = [sys.executable, "-m", "pytest", *map(str, tests), "-p", "toolkit.mutant_guard",
                "-p", "no:cacheprovider", "-q", f"--timeout={TEST_TIMEOUT_SECONDS}"]
     process = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
     if not report.exists():
@@ -125,15 +128,18 @@ def try_mutation(mutation: Mutation, workspace: Path, only: list[str] | None = N
                    tests=len(results))
 
 
-def check_baseline(mutations: list[Mutation], workspace: Path) -> str | None:
-    """Every test the mutations will use must pass on the unmutated copy; else say which."""
+def unproven_kills(outcomes: list[Outcome], workspace: Path) -> str | None:
+    """Each killing test must pass on an unmutated copy; else say which do not."""
+    killers = sorted({outcome.killed_by for outcome in outcomes if outcome.status == "killed"})
+    if not killers:
+        return None
     copy = copy_tree(workspace / "unmutated")
-    files = sorted({path for m in mutations for path in relevant_tests(m, copy / "tests")})
-    report = run_tests(copy, "toolkit.mutations", files)
+    report = run_tests(copy, "toolkit.mutations", killers, stop_at_kill=False)
     if report["broken"]:
         return report["broken"]
-    failed = [r["test"] for r in report["results"] if r["outcome"] != "passed"]
-    return f"tests fail without any mutation: {failed}" if failed else None
+    passed = {r["test"] for r in report["results"] if r["outcome"] == "passed"}
+    failing = [test for test in killers if test not in passed]
+    return f"these tests fail (or never ran) without any mutation: {failing}" if failing else None
 
 
 def line_for(outcome: Outcome) -> str:
@@ -158,18 +164,19 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mutants-") as folder:
         workspace = Path(folder)
-        if problem := check_baseline(mutations, workspace):
-            print(f"the unmutated copy must pass first: {problem}", file=sys.stderr)
-            return 2
-        print(f"unmutated copy passes; trying {len(mutations)} mutations, {args.jobs} at a time",
-              flush=True)
+        print(f"trying {len(mutations)} mutations, {args.jobs} at a time", flush=True)
         with ThreadPoolExecutor(args.jobs) as pool:
             outcomes = []
             for outcome in pool.map(lambda m: try_mutation(m, workspace), mutations):
                 print(line_for(outcome), flush=True)
                 outcomes.append(outcome)
+        if problem := unproven_kills(outcomes, workspace):
+            print(f"a kill counts only if its test passes unmutated: {problem}", file=sys.stderr)
+            return 2
     killed = sum(outcome.status == "killed" for outcome in outcomes)
-    print(f"killed {killed}/{len(outcomes)} in {time.perf_counter() - start:.0f} s")
+    seconds = time.perf_counter() - start
+    print(f"killed {killed}/{len(outcomes)} in {seconds:.0f} s, each by a test that passes "
+          "unmutated")
     if args.record and not args.only:
         TABLE_PATH.write_text(json.dumps([asdict(o) for o in outcomes], indent=1) + "\n")
     return 0 if killed == len(outcomes) else 1

@@ -1,8 +1,12 @@
-"""Run the student notebooks: every check must fail with its hint, never with a crash.
+"""Run the student notebooks' exercises: every check must fail with its hint, never crash.
 
 `make student-tests` writes fresh student copies to build/student and runs this. Before any
 exercise is solved, each check must raise `check.NotYet`, shown as one line of hint, and no
 other cell may fail: a stub that crashes, or a check that passes on a stub, fails this test.
+
+Only the set-up cell and the Exercises section run: the cells before the section are the
+teacher's own, which `make test` already runs end to end, and training there would cost
+minutes here. An exercise that leaned on anything else would fail with a NameError.
 """
 
 import nbformat
@@ -10,12 +14,28 @@ import pytest
 from nbclient import NotebookClient
 
 from toolkit.paths import PROJECT_ROOT
-from toolkit.student import CHECK, SOLUTION, tags
+from toolkit.student import CHECK, SOLUTION, STUB, tags
 
 FOLDER = PROJECT_ROOT / "build" / "student"
 NOTEBOOKS = sorted(FOLDER.glob("*.ipynb"))
 WITH_EXERCISES = [path for path in NOTEBOOKS
                   if any(CHECK in tags(cell) for cell in nbformat.read(path, as_version=4).cells)]
+HEADING = "## Exercises"
+
+
+def exercises_only(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The set-up cell (the first code cell) and every cell from the Exercises heading on."""
+    cells = notebook.cells
+    setup = next(cell for cell in cells if cell.cell_type == "code")
+    start = [i for i, cell in enumerate(cells)
+             if cell.cell_type == "markdown" and cell.source.lstrip().startswith(HEADING)]
+    assert len(start) == 1, f"expected one {HEADING!r} heading, found {len(start)}"
+    section = cells[start[0]:]
+    first_stub = next(i for i, cell in enumerate(section) if STUB in tags(cell))
+    untagged = [cell.id for cell in section[first_stub:] if cell.cell_type == "code"
+                and not {STUB, CHECK} & set(tags(cell))]
+    assert not untagged, f"only stubs and checks may follow the first stub: {untagged}"
+    return nbformat.from_dict({**notebook, "cells": [setup, *section]})
 
 
 def test_the_student_notebooks_exist():
@@ -26,6 +46,7 @@ def test_the_student_notebooks_exist():
 def test_every_check_fails_with_its_hint_before_the_exercises_are_solved(path):
     notebook = nbformat.read(path, as_version=4)
     assert not any(SOLUTION in tags(cell) for cell in notebook.cells), "an answer was left in"
+    notebook = exercises_only(notebook)
     NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     checks = 0
