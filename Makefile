@@ -18,21 +18,26 @@ NOTEBOOK_ENV := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1
 NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
           --timeout=900 -n 2 -p no:cacheprovider --overwrite --durations=0
 NOTEBOOK_TIMES := build/notebook-times.xml
-# Longest first, as the table at the end of make test measured them: the two workers then
-# end within seconds of each other (in name order the longest start last). Unlisted: last.
+# Longest first, as the table at the end of make test measured them, so that the short ones
+# come last and fill in whichever worker is ahead: both then end within seconds of each
+# other (in name order the long appendices start last). A notebook not listed runs last.
 LONGEST_FIRST := 13 10 12 11 01 07 06 04 05 03 09 02 00 08
 RANKED := $(foreach n,$(LONGEST_FIRST),$(filter notebooks/$(n)_%,$(NOTEBOOKS)))
 NOTEBOOK_ORDER := $(addprefix build/,$(RANKED) $(filter-out $(RANKED),$(NOTEBOOKS)))
-# The unit tests that train or start processes; make quick leaves them to make test.
+UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider \
+              --timeout=600 --ignore=tests/site --ignore=tests/student
+# The unit tests that run the training commands, torchrun, whole notebooks or a mutant:
+# most of the unit step's time. make quick leaves them to make test.
 SLOW_TESTS := tests/test_train_command.py tests/test_train_ddp.py \
               tests/test_notebook_reruns.py tests/test_mutations.py
 
-.PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student student-tests site \
-        site-student site-tests lab data ladder ablation bench diff train train-ddp clean
+.PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student \
+        student-tests site site-student site-tests lab data ladder ablation bench diff train \
+        train-ddp clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
-	@echo "make quick   ruff and the unit tests that train nothing (a minute): the inner loop"
+	@echo "make quick   ruff and the unit tests but the slowest (a minute): the inner loop"
 	@echo "make site    execute the notebooks if needed and render the course to site/"
 	@echo "make site-student   the same without the exercises' answers, in site-student/"
 	@echo "make student write student/: the notebooks without the exercise answers, for a class"
@@ -65,19 +70,17 @@ $(INSTALLED): requirements.txt pyproject.toml
 test: unit mutants-check notebooks student-tests site-tests
 	@$(MAKE) --no-print-directory notebook-times
 
-# Each notebook's time in the last run against its budget: a report, never a failure.
+# Each notebook's time in the last run against its budget: a report that fails nothing.
 notebook-times: $(INSTALLED)
 	@$(BIN)/python -m course_site.notebook_times $(NOTEBOOK_TIMES)
 
 quick: $(INSTALLED)
 	$(BIN)/ruff check .
-	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider --timeout=600 \
-		--ignore=tests/site --ignore=tests/student $(addprefix --ignore=,$(SLOW_TESTS))
+	$(UNIT_TESTS) $(addprefix --ignore=,$(SLOW_TESTS))
 
 unit: $(INSTALLED)
 	$(BIN)/ruff check .
-	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider --timeout=600 \
-		--ignore=tests/site --ignore=tests/student --durations=15
+	$(UNIT_TESTS) --durations=15
 
 # Plant each bug of toolkit/mutations.py in a temporary copy of the code and run the tests
 # that import it: every mutation must be killed by a failing assertion.

@@ -7,7 +7,7 @@ import pytest
 
 from stages import stage03_masking
 from toolkit import mutants
-from toolkit.mutants import TABLE_PATH, Outcome, load_table, try_mutation, unproven_kills
+from toolkit.mutants import TABLE_PATH, Outcome, load_table, try_mutation, unproven
 from toolkit.mutations import BUGS, CATALOGUE, SRC, Mutation, MutationDoesNotApply, find
 
 TESTS = Path(__file__).resolve().parent
@@ -105,11 +105,13 @@ def test_an_assert_inside_the_code_under_test_is_not_counted_as_a_kill(tmp_path)
     assert outcome.status == "survived" and "raised in src" in outcome.detail
 
 
-def test_a_kill_counts_only_if_its_test_passes_without_the_mutation(tmp_path, monkeypatch):
-    """A test that fails on the unmutated copy would 'kill' every mutation it runs on."""
+def test_every_killing_or_crashing_test_must_pass_without_the_mutation(tmp_path, monkeypatch):
+    """A test that fails on the unmutated copy would 'kill' every mutation it runs on; one
+    that crashes there (it needs what the copy leaves out) would never kill anything."""
     def copy_with_a_failing_test(destination: Path) -> Path:
         copy = copy_tree(destination)
-        (copy / "tests" / "test_always_fails.py").write_text("def test_fails():\n    assert 0\n")
+        (copy / "tests" / "test_always_fails.py").write_text(
+            "def test_fails():\n    assert 0\n\n\ndef test_crashes():\n    open('/no/file')\n")
         return copy
 
     copy_tree = mutants.copy_tree
@@ -117,5 +119,8 @@ def test_a_kill_counts_only_if_its_test_passes_without_the_mutation(tmp_path, mo
     real = Outcome("real", 1, "", "killed", "tests/test_stage01.py::"
                    "test_permuting_the_source_permutes_the_encoder_output")
     false = Outcome("false", 1, "", "killed", "tests/test_always_fails.py::test_fails")
-    problem = unproven_kills([false, real], tmp_path)  # both run, though the first fails
-    assert problem.endswith("without any mutation: ['tests/test_always_fails.py::test_fails']")
+    crash = Outcome("crash", 1, "", "survived", crashed=(
+        "tests/test_always_fails.py::test_crashes", real.killed_by))
+    problem = unproven([false, real, crash], tmp_path)  # all run, though the first fails
+    assert problem.endswith("without any mutation: ['tests/test_always_fails.py::test_crashes', "
+                            "'tests/test_always_fails.py::test_fails']")

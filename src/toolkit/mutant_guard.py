@@ -6,11 +6,11 @@ Loaded with `-p toolkit.mutant_guard` inside a mutated copy of the source, it
   editable install, before the tests run and again after;
 - records each test as passed, failed on an assertion that the test itself raised (a
   kill) or anything else: a crash, a timeout, an assert inside src/ (not a kill);
-- stops the session at the first kill, since one is enough (unless MUTANT_STOP_AT_KILL is
-  empty: the unmutated copy runs every killing test).
+- stops the session at the first kill, since one is enough (unless MUTANT_RUN_ALL is set:
+  the unmutated copy runs every test it is given).
 
 The runner passes its settings in MUTANT_SRC, MUTANT_MODULE, MUTANT_REPORT and
-MUTANT_STOP_AT_KILL.
+MUTANT_RUN_ALL.
 """
 
 import importlib
@@ -82,7 +82,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         detail = call.excinfo.exconly().splitlines()[0][:300] if call.excinfo else ""
         _results.append({"test": item.nodeid, "outcome": "assertion" if asserted else "error",
                          "detail": detail})
-        if asserted and os.environ.get("MUTANT_STOP_AT_KILL"):
+        if asserted and not os.environ.get("MUTANT_RUN_ALL"):
             item.session.shouldstop = f"killed by {item.nodeid}"
 
 

@@ -24,14 +24,15 @@ HEADING = "## Exercises"
 
 
 def exercises_only(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The set-up cell (the first code cell) and every cell from the Exercises heading on."""
+    """The set-up cell and the Exercises section: the rest trains, and make test ran it."""
     cells = notebook.cells
     setup = next(cell for cell in cells if cell.cell_type == "code")
     start = [i for i, cell in enumerate(cells)
              if cell.cell_type == "markdown" and cell.source.lstrip().startswith(HEADING)]
     assert len(start) == 1, f"expected one {HEADING!r} heading, found {len(start)}"
     section = cells[start[0]:]
-    first_stub = next(i for i, cell in enumerate(section) if STUB in tags(cell))
+    first_stub = next((i for i, cell in enumerate(section) if STUB in tags(cell)), None)
+    assert first_stub is not None, f"no cell tagged {STUB!r} under {HEADING!r}"
     untagged = [cell.id for cell in section[first_stub:] if cell.cell_type == "code"
                 and not {STUB, CHECK} & set(tags(cell))]
     assert not untagged, f"only stubs and checks may follow the first stub: {untagged}"
@@ -46,6 +47,7 @@ def test_the_student_notebooks_exist():
 def test_every_check_fails_with_its_hint_before_the_exercises_are_solved(path):
     notebook = nbformat.read(path, as_version=4)
     assert not any(SOLUTION in tags(cell) for cell in notebook.cells), "an answer was left in"
+    every_check = sum(CHECK in tags(cell) for cell in notebook.cells)
     notebook = exercises_only(notebook)
     NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
@@ -60,4 +62,4 @@ def test_every_check_fails_with_its_hint_before_the_exercises_are_solved(path):
         hint = errors[0].evalue
         assert len(hint) > 20, f"{cell.id}: the hint says too little: {hint!r}"
         assert errors[0].traceback == [f"\N{BALLOT X} Not yet: {hint}"], cell.id
-    assert checks >= 2
+    assert checks == every_check >= 2, "a check outside the Exercises section would not run"
