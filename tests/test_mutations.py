@@ -66,7 +66,8 @@ def test_the_committed_table_lists_the_whole_catalogue_all_killed_by_real_tests(
 
 # The runner itself, on mutations built to be broken, harmless or crashing. Each plants its
 # edit in a copy and runs two quick tests of tests/test_stage01.py there, in a fresh
-# interpreter (the whole file takes four times as long and shows nothing more).
+# interpreter (the whole file took 20.6 s for the harmless edit, these two under 3 s, and
+# the runner's verdict does not depend on how many tests there are).
 STAGE01 = "stages.stage01_naive_attention"
 QUICK = ["test_stage01.py::test_attention_weights_sum_to_one_over_keys",
          "test_stage01.py::test_encoder_and_decoder_compute_the_formula_with_residuals"]
