@@ -32,7 +32,7 @@ SLOW_TESTS := tests/test_train_command.py tests/test_train_ddp.py \
               tests/test_notebook_reruns.py tests/test_mutations.py
 
 .PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student \
-        student-tests site site-student site-tests lab data ladder ablation bench diff train \
+        student-tests site site-student site-tests lab data ladder ladder-check ablation bench diff train \
         train-ddp clean
 
 help:
@@ -47,6 +47,8 @@ help:
 	@echo "make mutants plant every classic bug and check a test catches it; writes assets/mutants.json"
 	@echo "             (make mutants ONLY=bug04 tries only the mutations whose names contain bug04)"
 	@echo "make ladder  retrain every stage on the shared budget, three seeds each; writes assets/ladder.json"
+	@echo "make ladder-check   after a code change: rerun seed 0 of every stale rung and ablation"
+	@echo "             row; where every number is the same, re-stamp them, else name what moved"
 	@echo "make ablation  train stage 07 with and without each of the paper's options, three seeds"
 	@echo "             each (about an hour on two cores); writes assets/ablation.json"
 	@echo "make bench   time stage 07 against torch.nn.Transformer, and the real-text pipeline on a"
@@ -136,6 +138,9 @@ lab: $(INSTALLED)
 
 data: $(INSTALLED)
 	$(BIN)/python -m toolkit.corpus
+
+ladder-check: $(INSTALLED)
+	$(NOTEBOOK_ENV) $(BIN)/python -m toolkit.ladder_check
 
 ladder: $(INSTALLED)
 	$(NOTEBOOK_ENV) $(BIN)/python -m toolkit.ladder

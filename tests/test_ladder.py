@@ -24,9 +24,11 @@ def test_seeds_give_different_runs_so_the_spread_measures_something():
 
 
 def test_the_committed_ladder_is_not_stale():
-    """Edit a stage module or the corpus, and this fails until `make ladder` is rerun."""
+    """Change what a stage module or the training code does, or the corpus, and this fails
+    until `make ladder-check` proves the numbers the same (or `make ladder` recomputes them)."""
     stale = ladder.stale_stages(ladder.load_runs())
-    assert stale == [], f"stages {stale} changed since the ladder was computed: run make ladder"
+    assert stale == [], (f"stages {stale} changed since the ladder was computed: run make "
+                         f"ladder-check")
 
 
 def test_every_rung_used_the_shared_budget():
@@ -110,7 +112,7 @@ def test_the_ablation_covers_every_variant_and_seed_on_one_budget_and_is_not_sta
             for r in rows[name]} == {(STEPS, BATCH_SIZE)}
     assert {r.data["tokenizer"] for r in rows[ablation.SUBWORDS]} == {"bpe"}
     stale = [name for name, runs in rows.items() if any(ladder.is_stale(r) for r in runs)]
-    assert stale == [], "run make ablation"
+    assert stale == [], f"{stale} are stale: run make ladder-check"
 
 
 def test_the_ablation_knobs_change_the_model_they_say():

@@ -12,9 +12,8 @@ whose rows carry the same hashes as the ladder's rungs, so numbers computed on o
 show as stale.
 """
 
-import json
 import sys
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -100,10 +99,15 @@ def jobs(names: list[str]) -> list[ladder.Job]:
             for recipe in ladder.with_seeds(recipes.get(name) or DATA_VARIANTS[name][0])]
 
 
+def every_row() -> list[str]:
+    """Every row's name, in the order the file keeps them."""
+    return [*VARIANTS, *LADDER_VARIANTS, *DATA_VARIANTS]
+
+
 def main(names: list[str]) -> None:
     """Run the named rows (all by default) on every seed, about 3 minutes a run, two at a time,
     merged into the committed file; write the table."""
-    every = [*VARIANTS, *LADDER_VARIANTS, *DATA_VARIANTS]
+    every = every_row()
     unknown = sorted(set(names) - set(every))
     if unknown:
         raise SystemExit(f"no ablation rows named {unknown}; the rows are: {every}")
@@ -112,8 +116,7 @@ def main(names: list[str]) -> None:
     kept = {name: runs for name, runs in load_ablation().items() if name not in names}
     runs = [run for name in every for run in
             (kept.get(name, []) + [r for r in fresh if r.title == name])]
-    ABLATION_PATH.write_text(json.dumps({"rows": [asdict(run) for run in runs]}, indent=1,
-                                        ensure_ascii=False) + "\n")
+    ladder.save_runs(runs, ABLATION_PATH, key="rows")
     print(table(load_ablation()).to_string())
     ladder.write_readme_section(TABLE_START, TABLE_END, markdown_table(load_ablation()))
     print(f"wrote {ABLATION_PATH} and the README's ablation table")

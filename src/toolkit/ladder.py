@@ -3,12 +3,13 @@
 `python -m toolkit.ladder` (what `make ladder` runs) trains each stage with its recipe, once
 per seed in `recipes.SEEDS`, and writes `assets/ladder.json`, the one source of the numbers
 in the README and notebooks. One seed is one run; the spread across seeds says which
-differences between stages are larger than chance. Each rung records hashes of its stage
-module, of the corpus, and of the toolkit code that trains and scores it (recipes
-included), so stale numbers show.
+differences between stages are larger than chance. Each rung records fingerprints of its
+stage module, of the corpus, and of the toolkit code that trains and scores it (recipes
+included), so stale numbers show: fingerprints of behaviour (`toolkit.fingerprints`), which
+a comment or a docstring never changes. When code changes and the numbers may not have,
+`make ladder-check` (`toolkit.ladder_check`) proves it on one seed and re-stamps the rungs.
 """
 
-import hashlib
 import importlib
 import json
 import sys
@@ -28,6 +29,7 @@ from toolkit.batches import endless, loader
 from toolkit.corpus import DATA_DIR
 from toolkit.data import CourseData, load_data
 from toolkit.evaluation import evaluate
+from toolkit.fingerprints import code_fingerprint, file_fingerprint
 from toolkit.metrics import Report
 from toolkit.outline import STAGES
 from toolkit.outline import stage as stage_info
@@ -75,26 +77,18 @@ def stage_module(number: int) -> ModuleType:
     return importlib.import_module(f"stages.{stage_info(number).module}")
 
 
-def sha256_of(paths: list[Path]) -> str:
-    """Hash file contents in a fixed order, so any edit shows up as a new hash."""
-    digest = hashlib.sha256()
-    for path in sorted(paths):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
 def stage_hash(number: int) -> str:
-    return sha256_of([Path(stage_module(number).__file__)])
+    return code_fingerprint([Path(stage_module(number).__file__)])
 
 
 def corpus_hash() -> str:
-    return sha256_of(list(DATA_DIR.glob("*.jsonl")))
+    return file_fingerprint(list(DATA_DIR.glob("*.jsonl")))
 
 
 def toolkit_hash(data: dict | None = None) -> str:
     folder = Path(__file__).resolve().parent
     code = TRAINING_CODE + (REAL_TEXT_CODE if data else ())
-    return sha256_of([folder / f"{name}.py" for name in code])
+    return code_fingerprint([folder / f"{name}.py" for name in code])
 
 
 def rung(
@@ -164,6 +158,12 @@ def load_runs(path: Path = LADDER_PATH, key: str = "rungs") -> list[Rung]:
         raise ValueError(f"{path} has an older format ({error}): run `make ladder`") from error
 
 
+def save_runs(runs: list[Rung], path: Path = LADDER_PATH, key: str = "rungs") -> None:
+    """Write runs as load_runs reads them: one entry a run, in the order given."""
+    path.write_text(json.dumps({key: [asdict(run) for run in runs]}, indent=1,
+                               ensure_ascii=False) + "\n")
+
+
 def load_ladder(path: Path = LADDER_PATH, seed: int = RECIPES[1].seed) -> dict[int, Rung]:
     """The committed rungs of one seed (the recipes' own, which the notebooks use), by stage."""
     return {run.stage: run for run in load_runs(path) if run.seed == seed}
@@ -221,13 +221,28 @@ def mean_sd(summary: pd.DataFrame, title: str, metric: str, digits: int = 1) -> 
     return f"{mean:.{digits}f} ± {sd:.{digits}f}"
 
 
+# What a run computed, as opposed to when, where and on which code.
+NUMBERS = ("parameters", "steps", "batch_size", "train_loss", "validation_loss", "exact_match",
+           "bleu", "bleu_signature", "per_phenomenon")
+
+
+def differences(live: Rung, committed: Rung) -> list[tuple[str, object, object]]:
+    """(figure, committed value, live value) for every number the two runs do not share."""
+    return [(name, getattr(committed, name), getattr(live, name)) for name in NUMBERS
+            if getattr(live, name) != getattr(committed, name)]
+
+
 def reproduces(live: Rung, committed: Rung) -> str:
     """Say whether a notebook's run gave exactly its committed rung, and if not, why it may."""
+    differ = [name for name, _, _ in differences(live, committed)]
     if is_stale(committed):
-        return ("the committed rung is stale (code or corpus changed): run `make ladder`, "
-                "or `make ablation` for an ablation row")
-    fields = ("train_loss", "validation_loss", "exact_match", "bleu", "per_phenomenon")
-    differ = [name for name in fields if getattr(live, name) != getattr(committed, name)]
+        if differ:
+            return (f"this run differs from the committed seed-{committed.seed} rung in "
+                    f"{', '.join(differ)}, and the code or corpus changed since that rung was "
+                    f"computed: run `make ladder-check` to see which numbers moved")
+        return (f"this run reproduces the committed seed-{committed.seed} rung exactly, but the "
+                f"code changed since it was computed: `make ladder-check` proves the other "
+                f"rungs and re-stamps them")
     if not differ:
         return f"this run reproduces the committed seed-{committed.seed} rung exactly"
     return (f"this run differs from the committed seed-{committed.seed} rung in "
@@ -316,8 +331,7 @@ def main(numbers: list[int]) -> None:
               f"BLEU {run.bleu:.1f}")
     runs = sorted([r for r in load_runs() if r.stage not in numbers] + fresh,
                   key=lambda r: (r.stage, r.seed))
-    LADDER_PATH.write_text(json.dumps({"rungs": [asdict(r) for r in runs]}, indent=1,
-                                      ensure_ascii=False) + "\n")
+    save_runs(runs)
     chart(runs).savefig(CHART_PATH, dpi=110)
     write_readme_section(TABLE_START, TABLE_END, markdown_table(runs))
     print(f"wrote {LADDER_PATH}, {CHART_PATH.name} and the README's results table")

@@ -1,0 +1,44 @@
+"""A committed number goes stale on a change of behaviour, never on a comment."""
+
+import pytest
+
+from toolkit.fingerprints import behaviour, code_fingerprint
+
+CODE = '''"""A module."""
+
+def warmup(step, peak=2e-3):
+    """Ramp up."""
+    return peak * min(1.0, step / 100)  # linear
+'''
+
+
+@pytest.mark.parametrize("edited", [
+    CODE.replace("# linear", "# a linear ramp, then flat"),
+    CODE.replace('"""Ramp up."""', '"""Ramp up linearly to the peak,\n    then stay."""'),
+    CODE.replace('"""A module."""\n', ""),
+    CODE.replace("min(1.0, step / 100)", "min(\n        1.0, step / 100\n    )"),
+    CODE.replace('"""Ramp up."""\n', "# no docstring\n"),
+])
+def test_comments_docstrings_and_layout_keep_the_fingerprint(tmp_path, edited):
+    (tmp_path / "a.py").write_text(CODE)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "a.py").write_text(edited)
+    assert code_fingerprint([tmp_path / "a.py"]) == code_fingerprint([tmp_path / "b" / "a.py"])
+
+
+@pytest.mark.parametrize("edited", [
+    CODE.replace("100", "101"),
+    CODE.replace("2e-3", "3e-3"),
+    CODE.replace("min(", "max("),
+    CODE.replace("step / 100", "100 / step"),
+    CODE.replace("    return", "    step += 1\n    return"),
+    CODE.replace("def warmup(step, peak=2e-3)", "def warmup(step, peak=2e-3, unused=0)"),
+    CODE + "\nLIMIT = 10\n",
+    CODE.replace('"""Ramp up."""', '"""Ramp up."""\n    "a string statement after it runs"'),
+])
+def test_any_change_to_what_runs_changes_the_fingerprint(edited):
+    assert behaviour(edited) != behaviour(CODE)
+
+
+def test_a_function_of_only_a_docstring_still_parses_as_one_that_does_nothing():
+    assert behaviour('def f():\n    """Nothing."""\n') == behaviour("def f():\n    pass\n")

@@ -1,0 +1,105 @@
+"""make ladder-check: a stale row whose seed 0 computes the same numbers is re-stamped; one
+whose numbers moved is named, figure by figure, and left stale."""
+
+import dataclasses
+import shutil
+
+import pytest
+
+from toolkit import ablation, ladder, ladder_check
+from toolkit.ladder_check import Results
+from toolkit.recipes import SEEDS
+
+
+@pytest.fixture
+def files(tmp_path):
+    """Copies of the committed files, so the check re-stamps copies."""
+    copies = []
+    for results in (ladder_check.ladder_results(), ladder_check.ablation_results()):
+        shutil.copy(results.path, tmp_path / results.path.name)
+        copies.append(dataclasses.replace(results, path=tmp_path / results.path.name))
+    return copies
+
+
+def committed_seed_zero(results: Results, title: str) -> ladder.Rung:
+    return next(r for r in results.load() if r.title == title and r.seed == SEEDS[0])
+
+
+def replaying(files: list[Results], moved: dict[str, dict] | None = None):
+    """A stand-in for train_all: each job gives its committed seed-0 run back, with the
+    `moved` numbers changed, as a real rerun would after a change of behaviour."""
+    moved = moved or {}
+    runs = {run.title: run for results in files for run in results.load()
+            if run.seed == SEEDS[0]}
+    asked = []
+
+    def train_all(jobs):
+        asked.extend(jobs)
+        titles = [title or ladder.stage_info(number).title for number, _, title, *_ in jobs]
+        return [dataclasses.replace(runs[title], training_seconds=1.0, **moved.get(title, {}))
+                for title in titles]
+
+    return train_all, asked
+
+
+def edit_the_training_code(monkeypatch):
+    """Every row trains on it, so every row goes stale."""
+    fingerprint = ladder.toolkit_hash
+    monkeypatch.setattr(ladder, "toolkit_hash", lambda data=None: "edited" + fingerprint(data))
+
+
+def test_nothing_stale_reruns_nothing(files):
+    train_all, asked = replaying(files)
+    assert ladder_check.check(files, train_all) == [] and asked == []
+
+
+def test_a_kept_number_re_stamps_every_seed_of_every_stale_row(files, monkeypatch):
+    edit_the_training_code(monkeypatch)
+    before = {results: results.load() for results in files}
+    train_all, asked = replaying(files)
+    assert ladder_check.check(files, train_all) == []
+    assert sorted({job[1].seed for job in asked}) == [SEEDS[0]]  # seed 0 of each row, once
+    assert len(asked) == len({r.title for results in files for r in before[results]})
+    for results in files:
+        after = results.load()
+        assert not any(ladder.is_stale(run) for run in after)
+        numbers = [{name: getattr(run, name) for name in (*ladder.NUMBERS, "seed", "title",
+                                                          "training_seconds")} for run in after]
+        assert numbers == [{name: getattr(run, name) for name in numbers[0]}
+                           for run in before[results]]
+
+
+def test_a_moved_number_is_named_with_both_values_and_its_row_stays_stale(files, monkeypatch):
+    edit_the_training_code(monkeypatch)
+    stage_03 = ladder.stage_info(3).title
+    old = committed_seed_zero(files[0], stage_03).exact_match
+    train_all, _ = replaying(files, {stage_03: {"exact_match": old + 0.07},
+                                     ablation.FULL: {"per_phenomenon": {}}})
+    moved = ladder_check.check(files, train_all)
+    assert len(moved) == 2
+    said = "\n".join(moved)
+    assert (f"ladder.json: '{stage_03}', seed 0: exact_match was {old!r}, now {old + 0.07!r}: "
+            f"recompute its seeds with python -m toolkit.ladder 3") in said
+    assert f"ablation.json: {ablation.FULL!r}, seed 0: per_phenomenon was {{" in said
+    assert f'toolkit.ablation "{ablation.FULL}"' in said
+    still_stale = {r.title for results in files for r in results.load() if ladder.is_stale(r)}
+    assert still_stale == {stage_03, ablation.FULL}
+
+
+def test_only_the_rows_whose_code_changed_are_rerun(files, monkeypatch):
+    fingerprint = ladder.stage_hash
+    monkeypatch.setattr(ladder, "stage_hash",
+                        lambda number: "edited" if number == 4 else fingerprint(number))
+    train_all, asked = replaying(files)
+    assert ladder_check.check(files, train_all) == []
+    assert [(number, title) for number, _, title, *_ in asked] == [(4, None)]
+
+
+def test_each_row_reruns_as_make_ladder_and_make_ablation_ran_it():
+    for run in ladder_check.ladder_results().load() + ladder_check.ablation_results().load():
+        if run.seed == SEEDS[0]:
+            number, recipe, title, *data = ladder_check.seed_zero_job(run)
+            assert (number, recipe.seed, data[0] if data else {}) == (run.stage, SEEDS[0],
+                                                                      run.data)
+            assert (recipe.steps, recipe.batch_size) == (run.steps, run.batch_size)
+            assert title in (None, run.title)
