@@ -23,11 +23,10 @@ from pathlib import Path
 import torch
 
 from toolkit import train as train_command
-from toolkit.beam_search import PAPER_BEAM_SIZE, PAPER_EXTRA_LEN, PAPER_LENGTH_PENALTY
 from toolkit.checkpoints import load_checkpoint
 from toolkit.corpus import HELD_OUT_TAG
 from toolkit.data import load_data
-from toolkit.decoding import translate
+from toolkit.decoding import PAPER_BEAM_SIZE, PAPER_EXTRA_LEN, PAPER_LENGTH_PENALTY, translate
 from toolkit.evaluation import evaluate
 from toolkit.recipes import PAPER, SEEDS
 

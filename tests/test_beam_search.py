@@ -60,7 +60,7 @@ def best_by_enumeration(table, limit: int, alpha: float) -> tuple[list[int], flo
 
 
 def search(table, limit: int, beam_size: int, alpha: float = 0.6, n_best: int = 1):
-    return beam_search(scripted(table), lambda order: None, torch.tensor([limit]), beam_size,
+    return beam_search(scripted(table), lambda *move: None, torch.tensor([limit]), beam_size,
                        alpha, n_best)[0]
 
 
@@ -297,12 +297,16 @@ def test_a_sentence_that_is_done_leaves_the_batch_with_its_rows():
         return never_ends(tokens)
 
     limits = torch.tensor([0, 2, 5, 3])  # the first is done before it starts
-    found = beam_search(next_log_probs, lambda rows: selected.append(rows.tolist()), limits,
-                        beam_size=3, alpha=0.0)
+    found = beam_search(next_log_probs,
+                        lambda rows, regrouped: selected.append((rows.tolist(), regrouped)),
+                        limits, beam_size=3, alpha=0.0)
     # One row per live sentence (<bos> alone), then three each; then two sentences; then one.
     assert fed == [3, 9, 6, 3, 3]
-    assert selected[0] == [1, 2, 3]  # sentence 0 leaves at once
-    assert [len(rows) for rows in selected[1:]] == [9, 6, 3, 3]
+    assert selected[0] == ([1, 2, 3], True)  # sentence 0 leaves at once
+    # Regrouped as the rows grow to three a sentence and as sentences leave; the last move
+    # only reorders the beams of the one sentence left.
+    assert [(len(rows), regrouped) for rows, regrouped in selected[1:]] == [
+        (9, True), (6, True), (3, True), (3, False)]
     assert found[0] == [Hypothesis([], 0.0, 0.0)]
     assert [h[0].tokens for h in found[1:]] == [[A] * 2, [A] * 5, [A] * 3]
 
@@ -329,7 +333,7 @@ def test_an_empty_batch_gives_no_hypotheses():
     model = random_model("small")
     for cached in (True, False):
         assert beam_decode(model, torch.zeros(0, 5, dtype=torch.long), 10, cached=cached) == []
-    assert beam_search(scripted({}), lambda rows: None, torch.zeros(0, dtype=torch.long), 4) == []
+    assert beam_search(scripted({}), lambda *move: None, torch.zeros(0, dtype=torch.long), 4) == []
 
 
 def test_a_translation_scored_afresh_has_the_log_probability_the_search_gave_it():
@@ -352,3 +356,27 @@ def test_a_translation_scored_afresh_has_the_log_probability_the_search_gave_it(
                 assert score == pytest.approx(h.log_prob, abs=1e-4)
                 checked += 1
     assert checked >= 5
+
+
+def test_the_cache_moves_rows_with_the_documented_forms_only():
+    """Writing an op's result through `out=` into a non-contiguous slice is a form some
+    backends do not support; `copy_` into the slice is documented everywhere. Every op the
+    search runs is recorded: no `out=` variant may appear."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.add(func._schema.overload_name)
+            return func(*args, **(kwargs or {}))
+
+    model = random_model("small")
+    src, limits = batch_of_unequal_lengths()
+    with Recorder() as recorder:
+        found = beam_decode(model, src, limits, beam_size=3)
+    assert "out" not in recorder.ops
+    rerun = beam_decode(model, src, limits, beam_size=3, cached=False)
+    assert [h[0].tokens for h in found] == [h[0].tokens for h in rerun]

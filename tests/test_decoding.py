@@ -127,3 +127,36 @@ def test_cached_greedy_decode_restores_the_mode_when_decoding_raises(monkeypatch
     with pytest.raises(RuntimeError, match="out of memory"):
         cached_greedy_decode(model, torch.tensor([[4, 5, EOS_ID]]), max_len=5)
     assert steps == [False, False] and model.training
+
+
+def test_an_empty_batch_decodes_to_nothing_on_every_decoder():
+    """translate([]) and a split filtered to nothing reach the decoders with no rows."""
+    import importlib
+
+    from toolkit.cached_decoding import cached_greedy_decode
+
+    stage = importlib.import_module("stages.stage07_multi_head")
+    model = stage.Transformer(10, 12, embed_dim=8, num_heads=2, ff_dim=16)
+    empty = torch.zeros(0, 3, dtype=torch.long)
+    assert greedy_decode(model, empty, max_len=5) == []
+    assert cached_greedy_decode(model, empty, max_len=5) == []
+    assert greedy_decode(model, empty, max_len=torch.zeros(0, dtype=torch.long)) == []
+    assert translate(model, [], Vocab(["a"]), Vocab(["b"])) == []
+
+
+def test_the_decoding_defaults_are_the_named_constants_not_copies_of_them():
+    """A default written again as a literal drifts when the constant changes."""
+    import inspect
+
+    from toolkit import beam_search, decoding, evaluation, run_options
+    from toolkit import translate as command
+
+    for function in (decoding.translate, evaluation.evaluate):
+        defaults = inspect.signature(function).parameters
+        assert defaults["length_penalty"].default is decoding.PAPER_LENGTH_PENALTY
+        assert defaults["extra_len"].default is decoding.EXTRA_LEN
+    decoder = inspect.signature(decoding.decoder).parameters
+    assert decoder["length_penalty"].default is decoding.PAPER_LENGTH_PENALTY
+    assert inspect.signature(beam_search.beam_decode).parameters["alpha"].default is (
+        decoding.PAPER_LENGTH_PENALTY)
+    assert run_options.EXTRA_LEN is command.EXTRA_LEN is decoding.EXTRA_LEN

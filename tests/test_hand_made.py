@@ -53,7 +53,7 @@ def test_the_watched_steps_trace_back_to_the_hypotheses_returned(beam_size):
     the record a drawing of the search reads is the search itself."""
     steps = []
     model = HandMadeModel(TABLE, VOCAB)
-    found = beam_search(model, lambda order: None, torch.tensor([5]), beam_size, alpha=0.6,
+    found = beam_search(model, lambda *move: None, torch.tensor([5]), beam_size, alpha=0.6,
                         n_best=beam_size, watch=steps.append)[0]
     traced = {}
     for length, step in enumerate(steps, start=1):

@@ -66,6 +66,10 @@ def test_the_table_puts_a_live_run_beside_its_committed_rung_and_the_spread():
     cell = frame.loc[("01 Naive attention", f"committed, mean ± sd of {len(SEEDS)} seeds"),
                      "exact match %"]
     assert cell.startswith(f"{mean:.2f} ± ")
+    losses = [r.train_loss for r in runs if r.stage == 1]
+    loss = frame.loc[("01 Naive attention", f"committed, mean ± sd of {len(SEEDS)} seeds"),
+                     "train loss"]
+    assert loss.startswith(f"{sum(losses) / len(losses):.4f} ± "), "not seed 0's loss"
 
 
 def test_the_spread_is_the_sample_standard_deviation_over_seeds():

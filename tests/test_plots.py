@@ -154,7 +154,7 @@ def test_the_beam_tree_draws_each_kept_hypothesis_under_its_word_with_its_score(
     model = HandMadeModel({(): {"Der": 0.6, "Ein": 0.4}, ("Der",): {"Hund": 0.4, EOS: 0.6},
                            ("Ein",): {"Hund": 1.0}}, vocab)
     steps = []
-    beam_search(model, lambda order: None, torch.tensor([4]), 2, alpha=1.0, watch=steps.append)
+    beam_search(model, lambda *move: None, torch.tensor([4]), 2, alpha=1.0, watch=steps.append)
     ax = beam_tree(steps, vocab)
     labels = [t.get_text() for t in ax.texts]
     # <bos>; Der, Ein; Ein Hund (0.4), Der <eos> (0.36, ends among the best two) and Der Hund

@@ -109,13 +109,39 @@ def test_bad_sentences_are_refused_with_what_to_do(number, sentences, error, mes
 
 @pytest.mark.parametrize("number", [4, 5, 6, 7])
 def test_a_sentence_longer_than_max_seq_len_is_refused_with_what_to_do(number):
-    """Stage 07 decodes on its KV cache, which checks before any work that the positions
-    reach the whole translation: the 41 source tokens plus translate's 10 extra."""
+    """The encoder refuses the 41 source tokens (40 words and <eos>) on every stage, stage
+    07's KV cache too, and says how many positions the model lacks."""
     long_sentence = " ".join(["w1"] * 40)
-    needed = 51 if number == 7 else 41
-    with pytest.raises(ValueError, match=rf"{needed} tokens is longer than max_seq_len=32: "
-                                         rf"shorten it"):
+    with pytest.raises(ValueError, match=r"41 tokens is longer than max_seq_len=32: shorten it"):
         translate(build(number, max_seq_len=32), [long_sentence], SRC_VOCAB, TGT_VOCAB)
+
+
+def ends_at_once(model: nn.Module) -> nn.Module:
+    """The same model, made to say <eos> first: a translation of no words."""
+    with torch.no_grad():
+        model.out_proj.bias[EOS_ID] = 1e4
+    return model
+
+
+@pytest.mark.parametrize("number", [4, 5, 6, 7])
+def test_a_translation_that_fits_is_given_though_its_limit_would_not(number):
+    """26 source tokens fit max_seq_len=32, and so does a translation that ends at once,
+    though translate would let it grow to 26 + 10 = 36 tokens."""
+    sentence = " ".join(["w1"] * 25)
+    model = ends_at_once(build(number, max_seq_len=32))
+    assert translate(model, [sentence, "w2 w3"], SRC_VOCAB, TGT_VOCAB) == [[], []]
+
+
+@pytest.mark.parametrize("number", [4, 5, 6, 7])
+def test_a_translation_that_outgrows_the_positions_is_refused_with_its_own_length(number):
+    """Without <eos>, the translation reaches the 33rd target position, and the error names
+    that length (not the source's, nor source + extra_len)."""
+    sentence = " ".join(["w1"] * 25)
+    model = build(number, max_seq_len=32)
+    with torch.no_grad():
+        model.out_proj.bias[EOS_ID] = -1e4  # never ends
+    with pytest.raises(ValueError, match=r"33 tokens is longer than max_seq_len=32"):
+        translate(model, [sentence], SRC_VOCAB, TGT_VOCAB)
 
 
 @pytest.mark.parametrize("number", [n for n in MODULES if n > 1])

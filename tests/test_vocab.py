@@ -78,3 +78,17 @@ def test_detokenize_undoes_tokenize(text):
 
 def test_tokenize_splits_punctuation_and_hyphens():
     assert tokenize("Twenty-one dogs, today.") == ["Twenty", "-", "one", "dogs", ",", "today", "."]
+
+
+@pytest.mark.parametrize(("min_count", "kept"), [
+    (1, ["cat", "the", "dog", "a"]),  # the default keeps every word, even one seen once
+    (2, ["cat", "the", "dog"]),  # seen exactly twice is enough
+    (3, ["cat", "the"]),
+    (4, []),
+])
+def test_min_count_keeps_exactly_the_words_seen_that_often(min_count, kept):
+    sentences = [["the", "cat"], ["the", "dog", "cat"], ["the", "cat", "dog"], ["a"]]
+    vocab = Vocab.build(sentences, min_count=min_count)
+    assert vocab.itos[len(SPECIALS):] == kept
+    dropped = [word for word in ("cat", "dog", "the", "a") if word not in kept]
+    assert vocab.encode(dropped) == [UNK_ID] * len(dropped)

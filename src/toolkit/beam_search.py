@@ -32,12 +32,11 @@ import torch
 from torch import nn
 
 from toolkit.batches import encode_source, pad
-from toolkit.cached_decoding import DecoderCache, check_positions
+from toolkit.cached_decoding import DecoderCache
+from toolkit.decoding import PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY
 from toolkit.stage_api import forward_batch, restoring_mode
 from toolkit.tokens import tokenize
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
-
-PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, PAPER_EXTRA_LEN = 4, 0.6, 50
 
 
 @dataclass(frozen=True)
@@ -69,10 +68,11 @@ class SearchStep:
 
 # (tokens so far: (rows, length)) -> log-probabilities of the next token: (rows, vocab)
 NextLogProbs = Callable[[torch.Tensor], torch.Tensor]
-# (new rows,) the old row each new row continues; the rows of finished sentences are left out.
-# A call either keeps every row on its sentence or changes how many rows there are, so a
-# cache of what is the same for all of a sentence's rows need only move when the count does.
-Select = Callable[[torch.Tensor], None]
+# (new rows,) the old row each new row continues, the rows of finished sentences left out;
+# and whether the rows were regrouped: True when sentences left or each sentence's number of
+# rows changed, False when every row stayed on its sentence (only its beams were reordered),
+# so that what is the same for all of a sentence's rows need not move.
+Select = Callable[[torch.Tensor, bool], None]
 Watch = Callable[[SearchStep], None]
 
 
@@ -98,7 +98,7 @@ def beam_search(
     if (limits <= 0).any():  # a sentence allowed no token is done before it starts
         keep = (limits > 0).nonzero().squeeze(1)
         tokens, log_probs, live = tokens[keep], log_probs[keep], live[keep]
-        select(keep)
+        select(keep, True)
     n_finished = torch.zeros(live.numel(), dtype=torch.long, device=device)  # (live,)
     for step in range(int(limits.max()) if live.numel() else 0):
         step_log_probs = next_log_probs(tokens)  # (rows, vocab)
@@ -136,15 +136,9 @@ def beam_search(
         # Each kept extension continues the row it came from; done sentences' rows leave.
         rows = (keep[:, None] * width + beam[keep]).reshape(-1)  # (still live * beam,)
         tokens = torch.cat([tokens[rows], token[keep].reshape(-1, 1)], dim=1)
-        if keep.numel() < live.numel() and beam_size != width:
-            # Sentences leave while the rows per sentence change: two moves, so that neither
-            # keeps the number of rows while changing their sentences (Select's promise).
-            leaving = (keep[:, None] * width + torch.arange(width, device=device)).reshape(-1)
-            select(leaving)
-            rows = (torch.arange(keep.numel(), device=device)[:, None] * width
-                    + beam[keep]).reshape(-1)
+        regrouped = keep.numel() < live.numel() or width != beam_size
         log_probs, live, n_finished = log_probs[keep], live[keep], n_finished[keep]
-        select(rows)
+        select(rows, regrouped)
     return [sorted(hypotheses, key=lambda h: -h.score)[:n_best] or [Hypothesis([], 0.0, 0.0)]
             for hypotheses in finished]
 
@@ -214,27 +208,25 @@ def beam_decode(
                 logits = forward_batch(model, src_rows, tokens)[:, -1]  # (rows, vocab)
                 return logits.float().log_softmax(dim=-1)  # half precision would lose the tail
 
-            def select_sources(rows: torch.Tensor) -> None:
+            def select_sources(rows: torch.Tensor, regrouped: bool) -> None:
                 nonlocal src_rows
                 src_rows = src_rows.index_select(0, rows)
 
             return beam_search(rerun, select_sources, limits, beam_size, alpha, n_best, watch)
-        limit = max(int(limits.max()), 1)
-        check_positions(model, limit, src.device)
         src_padding = src == PAD_ID  # (rows, src_len)
         memory = model.encode(src, src_padding)  # (rows, src_len, embed_dim)
-        cache = DecoderCache(len(model.decoder_layers), limit)
+        cache = DecoderCache(len(model.decoder_layers), max(int(limits.max()), 1))
 
         def step(tokens: torch.Tensor) -> torch.Tensor:
             logits = model.decode(tokens[:, -1:], memory, src_padding, cache)  # (rows, 1, vocab)
             return logits[:, -1].float().log_softmax(dim=-1)
 
-        def select_cached(rows: torch.Tensor) -> None:
+        def select_cached(rows: torch.Tensor, regrouped: bool) -> None:
             nonlocal memory, src_padding
-            if rows.numel() != memory.size(0):  # else every row kept its sentence (Select)
+            if regrouped:  # else every row kept its sentence, and so its source
                 memory = memory.index_select(0, rows)
                 src_padding = src_padding.index_select(0, rows)
-            cache.select(rows)
+            cache.select(rows, regrouped)
 
         return beam_search(step, select_cached, limits, beam_size, alpha, n_best, watch)
 

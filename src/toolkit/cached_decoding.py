@@ -54,7 +54,7 @@ class GrowingKeysValues:
                           self.values.new_empty(count, *self.values.shape[1:]))
         moved = (self.spare[0][:count], self.spare[1][:count])
         for old, new in zip((self.keys, self.values), moved, strict=True):
-            torch.index_select(old[:, :, : self.length], 0, rows, out=new[:, :, : self.length])
+            new[:, :, : self.length].copy_(old[:, :, : self.length].index_select(0, rows))
         self.spare = (self.keys, self.values)
         self.keys, self.values = moved
 
@@ -78,14 +78,14 @@ class DecoderCache:
     def __init__(self, num_layers: int, limit: int):
         self.layers = [(GrowingKeysValues(limit), FixedKeysValues()) for _ in range(num_layers)]
 
-    def select(self, rows: torch.Tensor) -> None:
+    def select(self, rows: torch.Tensor, regrouped: bool) -> None:
         """Beams moved between rows of one sentence, and done sentences left (beam search):
         the growing keys follow every move. The cross-attention keys are the same for every
-        row of a sentence, so they only change when the number of rows does (after the first
-        step, one row per sentence becomes one per beam; later, done sentences leave)."""
+        row of a sentence, so they only move when the rows were `regrouped`: after the first
+        step, one row per sentence becomes one per beam; later, done sentences leave."""
         for growing, fixed in self.layers:
             growing.select(rows)
-            if fixed.projected is not None and rows.numel() != fixed.projected[0].size(0):
+            if fixed.projected is not None and regrouped:
                 fixed.projected = tuple(t.index_select(0, rows) for t in fixed.projected)
 
     def start(self, tgt: torch.Tensor) -> int:
@@ -101,12 +101,12 @@ def cached_greedy_decode(
 ) -> list[list[int]]:
     """Same contract as `toolkit.decoding.greedy_decode`, for stage-07 models."""
     limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
-    limit = max(int(limits.max()), 1)
-    check_positions(model, limit, src.device)
+    if src.size(0) == 0:
+        return []
     with restoring_mode(model, training=False):
         src_padding = src == PAD_ID  # (batch, src_len)
         memory = model.encode(src, src_padding)  # (batch, src_len, embed_dim), once
-        cache = DecoderCache(len(model.decoder_layers), limit)
+        cache = DecoderCache(len(model.decoder_layers), max(int(limits.max()), 1))
 
         def next_logits(tokens: torch.Tensor, step: int) -> torch.Tensor:
             """Feed only the newest token; the cache supplies every earlier one."""
@@ -114,12 +114,6 @@ def cached_greedy_decode(
             return logits[:, -1]  # (batch, tgt_vocab)
 
         return greedy_loop(next_logits, limits)
-
-
-def check_positions(model: nn.Module, limit: int, device: torch.device) -> None:
-    """The model's own positions say whether they reach the last step, before any work."""
-    embed_dim = model.tgt_embed.embedding_dim
-    model.positions(torch.zeros(1, 1, embed_dim, device=device), start=limit - 1)
 
 
 def supports_cache(model: nn.Module) -> bool:

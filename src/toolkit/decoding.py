@@ -10,6 +10,12 @@ from toolkit.stage_api import forward_batch, restoring_mode
 from toolkit.tokens import tokenize
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
+# The course decodes greedily, each translation at most EXTRA_LEN tokens longer than its
+# source; the paper (Vaswani et al., 2017, §6.1) decodes with a beam of 4, the length
+# penalty α = 0.6 and up to 50 extra tokens.
+EXTRA_LEN = 10
+PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, PAPER_EXTRA_LEN = 4, 0.6, 50
+
 
 @torch.no_grad()
 def greedy_decode(
@@ -22,6 +28,8 @@ def greedy_decode(
     step, so whatever masks a stage builds are rebuilt for the current length.
     """
     limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
+    if src.size(0) == 0:
+        return []
     with restoring_mode(model, training=False):
         return greedy_loop(lambda tokens, step: forward_batch(model, src, tokens)[:, -1], limits)
 
@@ -55,9 +63,9 @@ def translate(
     tgt_vocab: Vocab,
     device: torch.device | str = "cpu",
     batch_size: int = 100,
-    extra_len: int = 10,
+    extra_len: int = EXTRA_LEN,
     beam_size: int = 1,
-    length_penalty: float = 0.6,
+    length_penalty: float = PAPER_LENGTH_PENALTY,
 ) -> list[list[str]]:
     """Translate raw sentences to target tokens, each allowed `extra_len` more than its source.
 
@@ -95,7 +103,9 @@ def translate(
 Decoder = Callable[[nn.Module, torch.Tensor, torch.Tensor], list[list[int]]]  # (model, src, limits)
 
 
-def decoder(model: nn.Module, beam_size: int = 1, length_penalty: float = 0.6) -> Decoder:
+def decoder(
+    model: nn.Module, beam_size: int = 1, length_penalty: float = PAPER_LENGTH_PENALTY
+) -> Decoder:
     """The fastest decoder that gives the asked-for tokens: the KV cache where a stage has one."""
     # Imported here, not above: both modules build on greedy_loop.
     from toolkit.beam_search import beam_decode

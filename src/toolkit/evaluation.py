@@ -5,13 +5,14 @@ from torch import nn
 
 from toolkit.corpus import HELD_OUT_TAG
 from toolkit.data import CourseData
-from toolkit.decoding import translate
+from toolkit.decoding import EXTRA_LEN, PAPER_LENGTH_PENALTY, translate
 from toolkit.metrics import Report, score
 
 
 def evaluate(
     model: nn.Module, data: CourseData, split: str = "test", device: torch.device | str = "cpu",
-    beam_size: int = 1, length_penalty: float = 0.6, extra_len: int = 10,
+    beam_size: int = 1, length_penalty: float = PAPER_LENGTH_PENALTY,
+    extra_len: int = EXTRA_LEN,
 ) -> tuple[Report, list[list[str]]]:
     """Translate every sentence of a split (greedily unless a beam is asked for); return the
     scores and the translations."""

@@ -207,10 +207,12 @@ METRICS = {"exact match %": lambda r: r.exact_match, "BLEU": lambda r: r.bleu,
 
 def spread(runs: list[Rung]) -> pd.DataFrame:
     """Mean and standard deviation over seeds, one row per title (a stage or a variant)."""
-    frame = pd.DataFrame([{"title": r.title, "seed": r.seed, "training s": r.training_seconds,
+    frame = pd.DataFrame([{"title": r.title, "seed": r.seed, "train loss": r.train_loss,
                            **{name: read(r) for name, read in METRICS.items()}} for r in runs])
     grouped = frame.groupby("title", sort=False)
-    summary = grouped[list(METRICS)].agg(["mean", "std"]).round(2)
+    summary = grouped[[*METRICS, "train loss"]].agg(["mean", "std"])
+    summary = summary.round({column: 4 if column[0] == "train loss" else 2
+                             for column in summary.columns})
     summary[("seeds", "n")] = grouped["seed"].count()
     return summary
 
@@ -255,20 +257,24 @@ def table(runs: list[Rung], live: Rung | None = None, up_to: int | None = None) 
     notebook's own live run beside them."""
     runs = [r for r in runs if up_to is None or r.stage <= up_to]
     summary, rows = spread(runs), []
+
+    def one_run(r: Rung) -> dict:
+        return {"train loss": r.train_loss, **{name: read(r) for name, read in METRICS.items()}}
+
     for r in runs:
         if r.seed == SEEDS[0]:
-            rows.append((r, f"committed, seed {r.seed}", {name: read(r)
-                                                          for name, read in METRICS.items()}))
+            rows.append((r, f"committed, seed {r.seed}", one_run(r)))
             seeds = int(summary.loc[r.title, ("seeds", "n")])
             rows.append((r, f"committed, mean ± sd of {seeds} seeds",
-                         {name: mean_sd(summary, r.title, name, 2) for name in METRICS}))
+                         {"train loss": mean_sd(summary, r.title, "train loss", 4),
+                          **{name: mean_sd(summary, r.title, name, 2) for name in METRICS}}))
     if live is not None:
-        rows.append((live, "this run", {name: read(live) for name, read in METRICS.items()}))
+        rows.append((live, "this run", one_run(live)))
     # No training time: `make ladder` runs two at a time beside other work, so its clock says
     # little; each notebook prints the time of its own run.
     frame = pd.DataFrame([{
         "stage": f"{r.stage:02d} {r.title}", "run": run, "parameters": r.parameters,
-        "pairs seen": r.steps * r.batch_size, "train loss": r.train_loss, **scores,
+        "pairs seen": r.steps * r.batch_size, **scores,
     } for r, run, scores in rows])
     return frame.set_index(["stage", "run"]).sort_index(level=0, sort_remaining=False)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from toolkit.data import TOKENIZERS
+from toolkit.decoding import EXTRA_LEN
 from toolkit.recipes import PAPER, RECIPES, Recipe
 
 RUN_RECIPES = {"paper": PAPER, "stage07": RECIPES[7]}
@@ -21,7 +22,6 @@ PRECISIONS = {  # name: (parameter dtype, autocast dtype)
     "float64": (torch.float64, None),
 }
 TIES = {"none": False, "output": True, "all": "all"}
-EXTRA_LEN = 10  # how much longer than its source a translation may grow (decoding.translate)
 # Options a resumed run may change: they decide how long and how loudly it trains, or where
 # it runs, never which step comes next.
 RESUMABLE_CHANGES = ("steps", "epochs", "patience", "output", "resume", "device", "log_every",

@@ -18,10 +18,8 @@ import sys
 import torch
 
 from toolkit.batches import encode_source
-from toolkit.beam_search import PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY
 from toolkit.checkpoints import CheckpointError, load_checkpoint
-from toolkit.decoding import translate
-from toolkit.run_options import EXTRA_LEN
+from toolkit.decoding import EXTRA_LEN, PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, translate
 from toolkit.subwords import SubwordVocab
 from toolkit.tokens import detokenize, tokenize
 from toolkit.training_run import pick_device
