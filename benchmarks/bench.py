@@ -162,8 +162,13 @@ def encode_once_greedy_decode(model: torch.nn.Module, src: torch.Tensor,
     with restoring_mode(model, training=False):
         src_padding = src == PAD_ID  # (batch, src_len)
         memory = model.encode(src, src_padding)  # (batch, src_len, embed_dim), once
+
+        def keep(rows: torch.Tensor) -> None:  # a finished sentence leaves, as in greedy_loop
+            nonlocal memory, src_padding
+            memory, src_padding = memory.index_select(0, rows), src_padding.index_select(0, rows)
+
         return greedy_loop(
-            lambda tokens, step: model.decode(tokens, memory, src_padding)[:, -1], max_len)
+            lambda tokens, step: model.decode(tokens, memory, src_padding)[:, -1], max_len, keep)
 
 
 def decoding_tasks(models: dict, src: torch.Tensor) -> dict[str, Callable[[], object]]:

@@ -160,3 +160,14 @@ def test_the_decoding_defaults_are_the_named_constants_not_copies_of_them():
     assert inspect.signature(beam_search.beam_decode).parameters["alpha"].default is (
         decoding.PAPER_LENGTH_PENALTY)
     assert run_options.EXTRA_LEN is command.EXTRA_LEN is decoding.EXTRA_LEN
+
+
+def test_a_finished_sentence_leaves_the_batch():
+    """Its rows would otherwise be computed until the longest sentence ends, for nothing."""
+    model, fed = Scripted(SCRIPTS), []
+    forward = model.forward
+    model.forward = lambda src, tgt: fed.append((src.size(0), tgt.size(0))) or forward(src, tgt)
+    src = torch.tensor([[4, EOS_ID], [5, EOS_ID], [6, EOS_ID]])
+    assert greedy_decode(model, src, max_len=5) == [[5, 6], [8], [9, 9, 9, 9, 9]]
+    # [5, 6, <eos>] ends at the third step, [8, <eos>] at the second, [9 ...] at its limit.
+    assert fed == [(3, 3), (3, 3), (2, 2), (1, 1), (1, 1)]

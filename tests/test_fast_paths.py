@@ -148,13 +148,23 @@ def test_the_benchmark_baseline_decodes_the_same_tokens():
     assert [row[: len(mine)] for row, mine in zip(baseline, ours, strict=True)] == ours
 
 
+def never_ending(model: torch.nn.Module) -> torch.nn.Module:
+    """The same model, kept from saying <eos>, so decoding runs to its limit."""
+    with torch.no_grad():
+        model.out_proj.bias[EOS_ID] = -1e4
+    return model
+
+
 def test_the_cached_decoder_refuses_lengths_beyond_the_positional_encoding():
-    model = stage.Transformer(20, 30, embed_dim=16, num_heads=4, ff_dim=40, max_seq_len=8)
-    with pytest.raises(ValueError, match="longer than max_seq_len=8"):
+    """Checked as decoding reaches each position, as the uncached decoder does, so a
+    translation that ends in time is never refused for a limit it did not reach."""
+    model = never_ending(stage.Transformer(20, 30, embed_dim=16, num_heads=4, ff_dim=40,
+                                           max_seq_len=8))
+    with pytest.raises(ValueError, match="9 tokens is longer than max_seq_len=8"):
         cached_greedy_decode(model, SRC, max_len=9)
     cached_greedy_decode(model, SRC, max_len=8)  # the last position that exists is fine
-    learned = learned_positions_model(0)
-    with pytest.raises(ValueError, match="longer than max_seq_len=16"):
+    learned = never_ending(learned_positions_model(0))
+    with pytest.raises(ValueError, match="17 tokens is longer than max_seq_len=16"):
         cached_greedy_decode(learned, SRC, max_len=17)
 
 

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from toolkit.batches import encode_source, pad
-from toolkit.cached_decoding import DecoderCache
+from toolkit.cached_decoding import CachedRun
 from toolkit.decoding import PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY
 from toolkit.stage_api import forward_batch, restoring_mode
 from toolkit.tokens import tokenize
@@ -213,22 +213,12 @@ def beam_decode(
                 src_rows = src_rows.index_select(0, rows)
 
             return beam_search(rerun, select_sources, limits, beam_size, alpha, n_best, watch)
-        src_padding = src == PAD_ID  # (rows, src_len)
-        memory = model.encode(src, src_padding)  # (rows, src_len, embed_dim)
-        cache = DecoderCache(len(model.decoder_layers), max(int(limits.max()), 1))
+        run = CachedRun(model, src, max(int(limits.max()), 1))
 
         def step(tokens: torch.Tensor) -> torch.Tensor:
-            logits = model.decode(tokens[:, -1:], memory, src_padding, cache)  # (rows, 1, vocab)
-            return logits[:, -1].float().log_softmax(dim=-1)
+            return run.next_logits(tokens).float().log_softmax(dim=-1)  # (rows, vocab)
 
-        def select_cached(rows: torch.Tensor, regrouped: bool) -> None:
-            nonlocal memory, src_padding
-            if regrouped:  # else every row kept its sentence, and so its source
-                memory = memory.index_select(0, rows)
-                src_padding = src_padding.index_select(0, rows)
-            cache.select(rows, regrouped)
-
-        return beam_search(step, select_cached, limits, beam_size, alpha, n_best, watch)
+        return beam_search(step, run.select, limits, beam_size, alpha, n_best, watch)
 
 
 @torch.no_grad()

@@ -95,6 +95,30 @@ class DecoderCache:
         return self.layers[0][0].length
 
 
+class CachedRun:
+    """What one cached decoding run carries, rows moving together: the source, encoded once,
+    its padding, and the decoder's cache."""
+
+    def __init__(self, model: nn.Module, src: torch.Tensor, limit: int):
+        self.model = model
+        self.src_padding = src == PAD_ID  # (rows, src_len)
+        self.memory = model.encode(src, self.src_padding)  # (rows, src_len, embed_dim), once
+        self.cache = DecoderCache(len(model.decoder_layers), limit)
+
+    def next_logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Feed only the newest token; the cache supplies every earlier one."""
+        logits = self.model.decode(tokens[:, -1:], self.memory, self.src_padding, self.cache)
+        return logits[:, -1]  # (rows, tgt_vocab)
+
+    def select(self, rows: torch.Tensor, regrouped: bool = True) -> None:
+        """Row i goes on from row rows[i]; unless `regrouped`, every row kept its sentence,
+        and so its source (beam search's Select)."""
+        if regrouped:
+            self.memory = self.memory.index_select(0, rows)
+            self.src_padding = self.src_padding.index_select(0, rows)
+        self.cache.select(rows, regrouped)
+
+
 @torch.no_grad()
 def cached_greedy_decode(
     model: nn.Module, src: torch.Tensor, max_len: int | torch.Tensor
@@ -104,16 +128,8 @@ def cached_greedy_decode(
     if src.size(0) == 0:
         return []
     with restoring_mode(model, training=False):
-        src_padding = src == PAD_ID  # (batch, src_len)
-        memory = model.encode(src, src_padding)  # (batch, src_len, embed_dim), once
-        cache = DecoderCache(len(model.decoder_layers), max(int(limits.max()), 1))
-
-        def next_logits(tokens: torch.Tensor, step: int) -> torch.Tensor:
-            """Feed only the newest token; the cache supplies every earlier one."""
-            logits = model.decode(tokens[:, -1:], memory, src_padding, cache)  # (batch, 1, vocab)
-            return logits[:, -1]  # (batch, tgt_vocab)
-
-        return greedy_loop(next_logits, limits)
+        run = CachedRun(model, src, max(int(limits.max()), 1))
+        return greedy_loop(lambda tokens, step: run.next_logits(tokens), limits, run.select)
 
 
 def supports_cache(model: nn.Module) -> bool:

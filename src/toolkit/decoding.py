@@ -30,25 +30,46 @@ def greedy_decode(
     limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
     if src.size(0) == 0:
         return []
+
+    def keep(rows: torch.Tensor) -> None:
+        nonlocal src
+        src = src.index_select(0, rows)
+
     with restoring_mode(model, training=False):
-        return greedy_loop(lambda tokens, step: forward_batch(model, src, tokens)[:, -1], limits)
+        return greedy_loop(lambda tokens, step: forward_batch(model, src, tokens)[:, -1], limits,
+                           keep)
 
 
-NextLogits = Callable[[torch.Tensor, int], torch.Tensor]  # (tokens so far, step) -> logits
+NextLogits = Callable[[torch.Tensor, int], torch.Tensor]  # (live rows' tokens, step) -> logits
+Keep = Callable[[torch.Tensor], None]  # (rows that go on,): the caller drops the others' state
 
 
-def greedy_loop(next_logits: NextLogits, limits: torch.Tensor) -> list[list[int]]:
-    """The loop every greedy decoder shares; `next_logits` says how to score the next token."""
-    tokens = torch.full((limits.size(0), 1), BOS_ID, dtype=torch.long, device=limits.device)
-    finished = limits <= 0  # (batch,)
-    for step in range(int(limits.max())):
-        next_token = next_logits(tokens, step).argmax(dim=-1)  # (batch,)
-        next_token = next_token.masked_fill(finished, PAD_ID)  # finished rows only pad
-        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (batch, len + 1)
-        finished |= (next_token == EOS_ID) | (limits <= step + 1)
-        if finished.all():
+def greedy_loop(next_logits: NextLogits, limits: torch.Tensor, keep: Keep) -> list[list[int]]:
+    """The loop every greedy decoder shares; `next_logits` says how to score the next token.
+
+    A sentence that ends (at <eos> or at its limit) leaves the batch, as in beam search:
+    `keep(rows)` tells the caller which rows go on, so the model computes only live ones.
+    """
+    found: list[list[int]] = [[] for _ in range(limits.size(0))]
+    live = (limits > 0).nonzero().squeeze(1)  # (live,) each row's sentence in the batch
+    if live.numel() < limits.size(0):
+        keep(live)
+    tokens = torch.full((live.numel(), 1), BOS_ID, dtype=torch.long, device=limits.device)
+    for step in range(int(limits.max()) if live.numel() else 0):
+        next_token = next_logits(tokens, step).argmax(dim=-1)  # (live,)
+        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (live, step + 2)
+        ends = (next_token == EOS_ID) | (limits[live] <= step + 1)  # (live,)
+        if not ends.any():  # the step's one read from the device
+            continue
+        for row, sentence in zip(ends.nonzero().squeeze(1).tolist(), live[ends].tolist(),
+                                 strict=True):
+            found[sentence] = until_eos(tokens[row, 1:].tolist())
+        going = (~ends).nonzero().squeeze(1)  # (still live,)
+        if going.numel() == 0:
             break
-    return [until_eos(row[1:].tolist()) for row in tokens]
+        tokens, live = tokens[going], live[going]
+        keep(going)
+    return found
 
 
 def until_eos(ids: list[int]) -> list[int]:
