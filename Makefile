@@ -24,13 +24,9 @@ NOTEBOOK_TIMES := build/notebook-times.xml
 LONGEST_FIRST := 13 10 12 11 01 07 06 04 05 03 09 02 00 08
 RANKED := $(foreach n,$(LONGEST_FIRST),$(filter notebooks/$(n)_%,$(NOTEBOOKS)))
 NOTEBOOK_ORDER := $(addprefix build/,$(RANKED) $(filter-out $(RANKED),$(NOTEBOOKS)))
+# make quick leaves out the tests marked slow: those that start processes (tests/test_markers.py).
 UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider \
               --timeout=600 --ignore=tests/site --ignore=tests/student
-# The unit tests that run the training commands, torchrun, whole notebooks or a mutant:
-# most of the unit step's time. make quick leaves them to make test.
-SLOW_TESTS := tests/test_train_command.py tests/test_train_ddp.py \
-              tests/test_notebook_reruns.py tests/test_mutations.py
-
 .PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student \
         student-tests site site-student site-tests lab data ladder ladder-check ablation bench diff train \
         train-ddp clean
@@ -78,7 +74,7 @@ notebook-times: $(INSTALLED)
 
 quick: $(INSTALLED)
 	$(BIN)/ruff check .
-	$(UNIT_TESTS) $(addprefix --ignore=,$(SLOW_TESTS))
+	$(UNIT_TESTS) -m "not slow"
 
 unit: $(INSTALLED)
 	$(BIN)/ruff check .

@@ -64,6 +64,7 @@ def test_checkpoints_of_other_models_are_refused(tmp_path):
         average_checkpoints([tmp_path / "a.pt", tmp_path / "b.pt"], tmp_path / "out.pt")
 
 
+@pytest.mark.slow
 def test_the_training_command_averages_its_last_checkpoints(tmp_path):
     result = run(single("--output", str(tmp_path), "--steps", "30", *TINY, "--save-every", "5",
                         "--average-last", "3", "--log-every", "50"))

@@ -26,20 +26,20 @@ def committed_seed_zero(results: Results, title: str) -> ladder.Rung:
 
 
 def replaying(files: list[Results], moved: dict[str, dict] | None = None):
-    """A stand-in for train_all: each job gives its committed seed-0 run back, with the
+    """A stand-in for ladder.train_all: each job gives its committed seed-0 run back, with the
     `moved` numbers changed, as a real rerun would after a change of behaviour."""
     moved = moved or {}
     runs = {run.title: run for results in files for run in results.load()
             if run.seed == SEEDS[0]}
     asked = []
 
-    def train_all(jobs):
+    def replay(jobs):
         asked.extend(jobs)
         titles = [title or ladder.stage_info(number).title for number, _, title, *_ in jobs]
         return [dataclasses.replace(runs[title], training_seconds=1.0, **moved.get(title, {}))
                 for title in titles]
 
-    return train_all, asked
+    return replay, asked
 
 
 def edit_the_training_code(monkeypatch):
@@ -49,15 +49,15 @@ def edit_the_training_code(monkeypatch):
 
 
 def test_nothing_stale_reruns_nothing(files):
-    train_all, asked = replaying(files)
-    assert ladder_check.check(files, train_all) == [] and asked == []
+    replay, asked = replaying(files)
+    assert ladder_check.check(files, replay) == [] and asked == []
 
 
 def test_a_kept_number_re_stamps_every_seed_of_every_stale_row(files, monkeypatch):
     edit_the_training_code(monkeypatch)
     before = {results: results.load() for results in files}
-    train_all, asked = replaying(files)
-    assert ladder_check.check(files, train_all) == []
+    replay, asked = replaying(files)
+    assert ladder_check.check(files, replay) == []
     assert sorted({job[1].seed for job in asked}) == [SEEDS[0]]  # seed 0 of each row, once
     assert len(asked) == len({r.title for results in files for r in before[results]})
     for results in files:
@@ -73,9 +73,9 @@ def test_a_moved_number_is_named_with_both_values_and_its_row_stays_stale(files,
     edit_the_training_code(monkeypatch)
     stage_03 = ladder.stage_info(3).title
     old = committed_seed_zero(files[0], stage_03).exact_match
-    train_all, _ = replaying(files, {stage_03: {"exact_match": old + 0.07},
+    replay, _ = replaying(files, {stage_03: {"exact_match": old + 0.07},
                                      ablation.FULL: {"per_phenomenon": {}}})
-    moved = ladder_check.check(files, train_all)
+    moved = ladder_check.check(files, replay)
     assert len(moved) == 2
     said = "\n".join(moved)
     assert (f"ladder.json: '{stage_03}', seed 0: exact_match was {old!r}, now {old + 0.07!r}: "
@@ -90,8 +90,8 @@ def test_only_the_rows_whose_code_changed_are_rerun(files, monkeypatch):
     fingerprint = ladder.stage_hash
     monkeypatch.setattr(ladder, "stage_hash",
                         lambda number: "edited" if number == 4 else fingerprint(number))
-    train_all, asked = replaying(files)
-    assert ladder_check.check(files, train_all) == []
+    replay, asked = replaying(files)
+    assert ladder_check.check(files, replay) == []
     assert [(number, title) for number, _, title, *_ in asked] == [(4, None)]
 
 

@@ -73,6 +73,7 @@ QUICK = ["test_stage01.py::test_attention_weights_sum_to_one_over_keys",
          "test_stage01.py::test_encoder_and_decoder_compute_the_formula_with_residuals"]
 
 
+@pytest.mark.slow
 def test_a_mutation_that_does_not_import_is_broken_not_killed(tmp_path):
     syntax = Mutation(0, "syntax-error", STAGE01, (("class Attention(nn.Module):",
                                                     "class Attention(nn.Module)"),))
@@ -80,24 +81,28 @@ def test_a_mutation_that_does_not_import_is_broken_not_killed(tmp_path):
     assert outcome.status == "broken" and "SyntaxError" in outcome.detail
 
 
+@pytest.mark.slow
 def test_a_harmless_edit_survives(tmp_path):
     comment = Mutation(0, "comment", STAGE01, (("each row sums to 1", "rows add up to 1"),))
     outcome = try_mutation(comment, tmp_path, only=QUICK)
     assert (outcome.status, outcome.detail) == ("survived", "every test passed")
 
 
+@pytest.mark.slow
 def test_a_crash_is_not_counted_as_a_kill(tmp_path):
     crash = Mutation(0, "crash", STAGE01, (("return weights @ v", "return weights @ v.T"),))
     outcome = try_mutation(crash, tmp_path, only=QUICK)
     assert outcome.status == "survived" and "none failed an assertion" in outcome.detail
 
 
+@pytest.mark.slow
 def test_a_real_bug_is_killed_by_an_assertion_and_named(tmp_path):
     outcome = try_mutation(find("bug14-linear-in-forward@stage01_naive_attention"), tmp_path,
                            only=["test_stage01.py"])
     assert outcome.status == "killed" and outcome.killed_by.startswith("tests/test_stage01.py::")
 
 
+@pytest.mark.slow
 def test_an_assert_inside_the_code_under_test_is_not_counted_as_a_kill(tmp_path):
     """Only an assertion raised by a test shows that the test noticed the bug."""
     inner = Mutation(0, "assert-in-src", STAGE01, (
@@ -106,6 +111,7 @@ def test_an_assert_inside_the_code_under_test_is_not_counted_as_a_kill(tmp_path)
     assert outcome.status == "survived" and "raised in src" in outcome.detail
 
 
+@pytest.mark.slow
 def test_every_killing_or_crashing_test_must_pass_without_the_mutation(tmp_path, monkeypatch):
     """A test that fails on the unmutated copy would 'kill' every mutation it runs on; one
     that crashes there (it needs what the copy leaves out) would never kill anything."""
@@ -125,3 +131,16 @@ def test_every_killing_or_crashing_test_must_pass_without_the_mutation(tmp_path,
     problem = unproven([false, real, crash], tmp_path)  # all run, though the first fails
     assert problem.endswith("without any mutation: ['tests/test_always_fails.py::test_crashes', "
                             "'tests/test_always_fails.py::test_fails']")
+
+
+def test_a_module_reached_through_another_is_tried_against_the_tests_that_reach_it():
+    """No test imports run_state: the training command's modules do. And decoding reaches
+    stage_api's restoring_mode through toolkit.decoding, not by naming it."""
+    def tried(module: str) -> list[str]:
+        return [path.name for path in mutants.relevant_tests(Mutation(0, "any", module, ()),
+                                                             TESTS)]
+
+    assert "test_train_command.py" in tried("toolkit.run_state")
+    assert "test_decoding.py" in tried("toolkit.stage_api")
+    assert tried("toolkit.vocab")[0] == "test_vocab.py"  # its own tests first
+    assert "test_ladder.py" not in tried("toolkit.vocab")  # hashes, not behaviour

@@ -115,6 +115,7 @@ def run_twice(path: Path) -> tuple[list[list[str]], list[list[str]]]:
     return runs[0], runs[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["00_data_and_tokens.ipynb", "02_batching.ipynb"])
 def test_a_second_run_in_the_same_kernel_gives_the_same_results(name):
     first, second = run_twice(NOTEBOOKS / name)

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -30,6 +32,7 @@ def test_ci_runs_the_readme_test_command():
     assert re.search(r"^make test$", (ROOT / ".ci" / "run").read_text(), re.MULTILINE)
 
 
+@pytest.mark.slow
 def test_packages_import_from_this_checkout():
     """The editable install must point at src/, so notebooks import the code you edit."""
     code = "import stages, toolkit; print(stages.__file__); print(toolkit.__file__)"

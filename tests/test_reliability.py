@@ -77,6 +77,7 @@ HASH_CORPUS_AND_VOCAB = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_corpus_files_and_vocabularies_do_not_depend_on_python_hash_seed():
     """Set orders change with PYTHONHASHSEED; the corpus files and token ids must not."""
     outputs = set()
@@ -190,6 +191,7 @@ LOAD_OPUS100 = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_opus100_without_a_network_fails_at_once_pointing_to_the_builtin_corpus():
     """No HF_HUB_OFFLINE, and a Hub address where nothing listens: a refused connection."""
     env = {key: value for key, value in os.environ.items() if key != "HF_HUB_OFFLINE"}

@@ -162,6 +162,7 @@ def test_training_twice_gives_the_same_vocabulary():
         tied, max_size=12).to_json()
 
 
+@pytest.mark.slow
 def test_training_does_not_depend_on_hash_seed_or_tokenizers_parallelism():
     """A checkpoint's vocabulary must be the one a fresh process would train again."""
     expected = "".join(

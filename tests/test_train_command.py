@@ -34,6 +34,7 @@ def uninterrupted(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_a_run_killed_at_a_random_step_resumes_to_the_same_bits(uninterrupted, tmp_path):
     """Fails if the resume loses Adam's moments, the schedule, the data position, the dropout
     stream, or takes a step twice; the paper recipe's dropout makes the random streams count."""
@@ -53,6 +54,7 @@ def test_a_run_killed_at_a_random_step_resumes_to_the_same_bits(uninterrupted, t
         [r["loss"] for r in read_log(uninterrupted / "log.csv")]
 
 
+@pytest.mark.slow
 def test_ctrl_c_saves_a_checkpoint_and_the_resumed_run_ends_the_same(uninterrupted, tmp_path):
     options = ["--output", str(tmp_path), "--steps", str(STEPS), *TINY]
     stopped = stop_at(single(*options), tmp_path, 12, signal.SIGINT)
@@ -64,6 +66,7 @@ def test_ctrl_c_saves_a_checkpoint_and_the_resumed_run_ends_the_same(uninterrupt
     assert differing_parameters(uninterrupted / "last.pt", tmp_path / "last.pt") == {}
 
 
+@pytest.mark.slow
 def test_evaluating_more_often_changes_no_training_step(uninterrupted, tmp_path):
     """Fails if evaluation moves a random stream training reads, or leaves the model in eval
     mode (no dropout)."""
@@ -74,6 +77,7 @@ def test_evaluating_more_often_changes_no_training_step(uninterrupted, tmp_path)
     assert [r["step"] for r in evaluations] == list(range(3, STEPS + 1, 3))
 
 
+@pytest.mark.slow
 def test_best_pt_holds_the_model_with_the_best_logged_bleu(uninterrupted):
     rows = [r for r in read_log(uninterrupted / "log.csv") if r["val_bleu"] is not None]
     best = max(rows, key=lambda r: r["val_bleu"])
@@ -92,6 +96,7 @@ def test_best_pt_holds_the_model_with_the_best_logged_bleu(uninterrupted):
     assert (uninterrupted / "chart.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_patience_stops_a_run_that_no_longer_improves(tmp_path):
     # A learning rate of 1e-12 leaves the translations, and so BLEU, where they are.
     result = run(single("--output", str(tmp_path), "--steps", "100", *TINY, "--lr", "1e-12",
@@ -101,6 +106,7 @@ def test_patience_stops_a_run_that_no_longer_improves(tmp_path):
     assert read_log(tmp_path / "log.csv")[-1]["step"] == 15  # best at 5, then 10 and 15
 
 
+@pytest.mark.slow
 def test_bf16_autocast_trains_on_cpu_with_float32_weights(tmp_path):
     result = run(single("--output", str(tmp_path), "--steps", "40", *TINY, "--precision", "bf16",
                         "--warmup-steps", "5", "--lr", "3e-3"))
@@ -112,6 +118,7 @@ def test_bf16_autocast_trains_on_cpu_with_float32_weights(tmp_path):
     assert {t.dtype for t in weights.values() if t.is_floating_point()} == {torch.float32}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("change", "named"), [
     (["--embed-dim", "32"], "--embed-dim: the checkpoint has 16, this run 32"),
     (["--tokenizer", "bpe", "--vocab-size", "200"], "--tokenizer: the checkpoint has 'word'"),
@@ -128,6 +135,7 @@ def test_a_checkpoint_from_another_run_is_refused_with_what_differs(
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_changed_corpus_file_is_refused_even_with_the_same_options(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     rows = [f'{{"translation": {{"en": "the dog {i} sleeps .", "de": "der Hund {i} schläft ."}}}}'
@@ -143,6 +151,7 @@ def test_a_changed_corpus_file_is_refused_even_with_the_same_options(tmp_path):
     assert "the corpus gives other training pairs or vocabularies" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_never_overwritten_and_resume_needs_a_checkpoint(
         uninterrupted, tmp_path):
     again = run(single("--output", str(uninterrupted), *TINY))
@@ -151,6 +160,7 @@ def test_a_finished_run_is_never_overwritten_and_resume_needs_a_checkpoint(
     assert nothing.returncode != 0 and "no checkpoint at" in nothing.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("options", "message"), [
     (["--num-heads", "3"], "--embed-dim 16 is not divisible by --num-heads 3"),
     (["--dropout", "1.5"], "--dropout must be in [0, 1)"),
@@ -168,6 +178,7 @@ def test_bad_options_are_refused_before_training_with_a_message(tmp_path, option
     assert not (tmp_path / "run" / "last.pt").exists()
 
 
+@pytest.mark.slow
 def test_an_output_folder_that_cannot_be_written_is_refused_first(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
@@ -175,6 +186,7 @@ def test_an_output_folder_that_cannot_be_written_is_refused_first(tmp_path):
     assert result.returncode != 0 and "cannot be written" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_a_device_that_is_not_there_is_named():
     result = run(single("--device", "cuda", *TINY))
@@ -182,6 +194,7 @@ def test_a_device_that_is_not_there_is_named():
     assert "--device cuda: no CUDA device is available here" in result.stderr
 
 
+@pytest.mark.slow
 def test_help_explains_every_option():
     text = subprocess.run(single("--help"), capture_output=True, text=True, check=True).stdout
     for option in ("--corpus", "--tokenizer", "--vocab-size", "--max-tokens", "--device",
@@ -189,6 +202,7 @@ def test_help_explains_every_option():
         assert option in text
 
 
+@pytest.mark.slow
 def test_translate_keeps_every_line_in_place(uninterrupted):
     lines = "The dog sees the cat.\n\nThe zebra sleeps.\n" + "dog " * 300 + "\n"
     result = subprocess.run([sys.executable, "-m", "toolkit.translate",
@@ -203,6 +217,7 @@ def test_translate_keeps_every_line_in_place(uninterrupted):
         "sources of up to 246" in result.stderr
 
 
+@pytest.mark.slow
 def test_translate_says_what_is_wrong_with_a_checkpoint(tmp_path):
     broken = tmp_path / "broken.pt"
     broken.write_bytes(b"not a checkpoint")
@@ -213,6 +228,7 @@ def test_translate_says_what_is_wrong_with_a_checkpoint(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_translate_decodes_with_the_beam_it_is_given(uninterrupted):
     """The paper's beam search by default, greedy with --beam-size 1; a bad beam is refused."""
     saved = load_checkpoint(uninterrupted / "best.pt")
@@ -231,6 +247,7 @@ def test_translate_decodes_with_the_beam_it_is_given(uninterrupted):
     assert refused.returncode == 2 and "--beam-size must be at least 1, got 0" in refused.stderr
 
 
+@pytest.mark.slow
 def test_translate_hands_its_beam_and_alpha_to_the_search(uninterrupted, monkeypatch, capsys):
     """The outputs above may agree for beams 1 and 4 on a few sentences; the options must still
     reach the decoder."""

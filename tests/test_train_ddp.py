@@ -70,6 +70,7 @@ def largest_difference(a: dict, b: dict) -> float:
     return max((a[name] - b[name]).abs().max().item() for name in a)
 
 
+@pytest.mark.slow
 def test_in_float64_two_processes_of_batch_b_equal_one_process_of_batch_2b(torchrun):
     """Without the per-process loss scaling of toolkit.train_ddp (a plain DDP average of each
     process's mean loss) the parameters differ by about 3e-4: this test fails."""
@@ -83,6 +84,7 @@ def test_in_float64_two_processes_of_batch_b_equal_one_process_of_batch_2b(torch
     assert largest_difference(half_the_pairs, one) > 1e-6
 
 
+@pytest.mark.slow
 def test_in_float32_they_agree_to_float32_noise(torchrun):
     """Adam turns the rounding noise of gradients that are zero in exact maths (the key
     projection's bias: a softmax ignores a constant added to a row) into steps of up to the
@@ -98,6 +100,7 @@ def test_in_float32_they_agree_to_float32_noise(torchrun):
     assert all(torch.equal(restored.model.state_dict()[name], two[name]) for name in two)
 
 
+@pytest.mark.slow
 def test_with_dropout_the_replicas_stay_identical(torchrun):
     """Each process draws its own masks, yet DDP's averaged gradient keeps every replica equal
     (`train` above asserts it from the run's own check across processes)."""
@@ -151,6 +154,7 @@ def compare_dropout_masks_across_processes() -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_a_run_that_overstays_its_time_is_stopped_with_every_worker(tmp_path):
     with pytest.raises(RuntimeError, match="did not finish in 30 s; it was stopped"):
         launch(2, "--steps", "1000000", "--output", str(tmp_path), "--log-every", "1",
@@ -168,6 +172,7 @@ def test_a_batch_larger_than_the_training_pairs_is_refused_with_the_reason(tmp_p
                str(tmp_path), timeout=120)
 
 
+@pytest.mark.slow
 def test_two_processes_killed_or_stopped_resume_to_the_same_bits(tmp_path):
     """Every process's dropout stream is saved and restored; with one lost, this fails."""
     steps = 40
@@ -196,6 +201,7 @@ def test_two_processes_killed_or_stopped_resume_to_the_same_bits(tmp_path):
     assert "processes: the checkpoint was trained on 2, this run has 1" in alone.stderr
 
 
+@pytest.mark.slow
 def test_started_without_torchrun_it_says_how_to_start_it():
     result = subprocess.run([sys.executable, "-m", "toolkit.train_ddp", "--steps", "1"],
                             capture_output=True, text=True, timeout=120,

@@ -22,6 +22,7 @@ print(Vocab.build([words, words[::2], ["z", "y", "x", "w", "v"]]).itos)
 """
 
 
+@pytest.mark.slow
 def test_order_does_not_depend_on_python_hash_seed():
     """A checkpoint must survive a restart: set iteration order changes with PYTHONHASHSEED."""
     outputs = set()

@@ -2,7 +2,8 @@
 
 For each mutation in `toolkit.mutations.CATALOGUE` this copies `src/` and `tests/` to a
 temporary folder (never touching the working tree), applies the mutation there, and runs
-the tests that import the mutated module, with the copy first on PYTHONPATH. A mutation
+the tests that reach the mutated module through their imports, with the copy first on
+PYTHONPATH. A mutation
 counts as killed only when a test fails an *assertion* (`toolkit.mutant_guard` checks the
 imports and tells assertions from crashes). Afterwards, on an unmutated copy, every test
 that killed a mutation must pass (or the kill proves nothing) and every test that crashed
@@ -16,6 +17,7 @@ and took longer than all 66 mutations.
 """
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -38,7 +40,7 @@ TABLE_PATH = ROOT / "assets" / "mutants.json"
 # The site builder's tests read the notebooks, which the mutants' copy leaves out.
 NOT_BEHAVIOUR = {"test_ladder.py", "test_stagediff.py", "test_packaging.py",
                  "test_notebooks.py", "test_mutations.py", "test_notebook_reruns.py",
-                 "test_course_site.py"}
+                 "test_course_site.py", "test_ladder_check.py"}
 TEST_TIMEOUT_SECONDS = 300
 
 
@@ -57,18 +59,46 @@ class Outcome:
 
 
 def relevant_tests(mutation: Mutation, tests_dir: Path) -> list[Path]:
-    """The behavioural test files that import the mutated module."""
+    """The behavioural test files that reach the mutated module through their imports, directly
+    or through the modules they import (a bug in `run_state` is tested through the training
+    command, which imports it)."""
+    src = tests_dir.parent / "src"
+    every_stage = re.compile(r"from toolkit.outline import STAGES")  # a loop over the stages
+    files = [path for path in tests_dir.glob("test_*.py") if path.name not in NOT_BEHAVIOUR
+             and (mutation.module in import_closure(path, src)
+                  or mutation.module.startswith("stages.")
+                  and every_stage.search(path.read_text()))]
+    # The module's own tests first, then those that import it directly, then the
+    # every-stage ones, so the first (and reported) kill is the most specific test.
     last = mutation.module.split(".")[-1]
-    pattern = re.compile(  # a stage is also imported by the tests that loop over STAGES
-        rf"\b{re.escape(last)}\b|from toolkit.outline import STAGES"
-        if mutation.module.startswith("stages.")
-        else rf"\btoolkit\.{last}\b|from toolkit import [^\n]*\b{last}\b")
-    files = [path for path in tests_dir.glob("test_*.py")
-             if path.name not in NOT_BEHAVIOUR and pattern.search(path.read_text())]
-    # The module's own tests first, then the every-stage ones, so the first (and reported)
-    # kill is the most specific test.
     own = f"test_{last.split('_')[0]}.py"
-    return sorted(files, key=lambda path: (path.name != own, "every" not in path.name, path.name))
+    return sorted(files, key=lambda path: (path.name != own,
+                                           mutation.module not in imported_modules(path, src),
+                                           "every" not in path.name, path.name))
+
+
+def imported_modules(path: Path, src: Path) -> set[str]:
+    """The course's modules a file imports anywhere (inside functions too), by dotted name."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return {name for name in names if name.split(".")[0] in ("stages", "toolkit")
+            and (src / Path(*name.split("."))).with_suffix(".py").exists()}
+
+
+def import_closure(path: Path, src: Path) -> set[str]:
+    """Every course module a file reaches through imports, however indirectly."""
+    reached: set[str] = set()
+    waiting = imported_modules(path, src)
+    while waiting:
+        module = waiting.pop()
+        reached.add(module)
+        waiting |= imported_modules((src / Path(*module.split("."))).with_suffix(".py"),
+                                    src) - reached
+    return reached
 
 
 def copy_tree(destination: Path) -> Path:

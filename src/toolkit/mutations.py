@@ -39,6 +39,7 @@ BUGS = {
     13: "the vocabulary is ordered by set iteration, which changes with PYTHONHASHSEED",
     14: "a LayerNorm or Linear is created inside forward",
     15: "a fully masked row gives NaN",
+    16: "beam search ranks, keeps or moves the wrong hypotheses",
 }
 
 
@@ -185,7 +186,7 @@ CATALOGUE: list[Mutation] = [
     # every step calls the model on the whole prefix, and the model builds its masks inside
     # forward. Its analogue in the cached decoder is a cache that does not grow.
     Mutation(12, "stops-when-any-row-ends", "toolkit.decoding", (
-        ("if finished.all():", "if finished.any():"),)),
+        ("if going.numel() == 0:", "if going.numel() < live.numel():"),)),
     Mutation(12, "first-row-token-for-all", "toolkit.decoding", (
         ("next_logits(tokens, step).argmax(dim=-1)", "next_logits(tokens, step)[0].argmax()"),)),
     Mutation(12, "cache-not-grown", "toolkit.cached_decoding", (
@@ -200,6 +201,28 @@ CATALOGUE: list[Mutation] = [
         ("x = self.norm1(x + ", "x = nn.LayerNorm(x.size(-1))(x + ")]),
     *_in_stages(15, "minus-infinity-fill", MASKED, [
         ("torch.finfo(scores.dtype).min)", 'float("-inf"))')]),
+    # Planted by hand while beam search was built; each one still decodes every sentence.
+    Mutation(16, "finished-left-in-the-beam", "toolkit.beam_search", (
+        ("goes_on = real & ~ends", "goes_on = real.clone()"),)),
+    Mutation(16, "penalty-without-eos", "toolkit.beam_search", (
+        ("log_prob / length_penalty(length, alpha)",
+         "log_prob / length_penalty(len(ids), alpha)"),)),
+    Mutation(16, "penalty-ranks-live-hypotheses", "toolkit.beam_search", (
+        ("log_probs = best.gather(1, order)",
+         "log_probs = (best / length_penalty(length, alpha)).gather(1, order)"),)),
+    Mutation(16, "beams-leak-between-sentences", "toolkit.beam_search", (
+        ("rows = (keep[:, None] * width + beam[keep]).reshape(-1)",
+         "rows = beam[keep].reshape(-1)"),)),
+    Mutation(16, "top-k-across-sentences", "toolkit.beam_search", (
+        (".view(live.numel(), -1)", ".view(-1, live.numel()).t()"),)),
+    Mutation(16, "cache-not-reordered", "toolkit.cached_decoding", (
+        ("        self.cache.select(rows, regrouped)",
+         "        if regrouped:\n            self.cache.select(rows, regrouped)"),)),
+    # What the explicit `regrouped` replaced: moving the cross-attention keys only when the
+    # row count changes misses sentences leaving as the beams grow, the count unchanged.
+    Mutation(16, "cross-keys-moved-by-count", "toolkit.cached_decoding", (
+        ("if fixed.projected is not None and regrouped:",
+         "if fixed.projected is not None and rows.numel() != fixed.projected[0].size(0):"),)),
 ]
 
 

@@ -43,6 +43,7 @@ def test_the_student_notebooks_exist():
     assert len(WITH_EXERCISES) == 8, f"{FOLDER}: run `make student-tests`, which writes them"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda path: path.name)
 def test_every_check_fails_with_its_hint_before_the_exercises_are_solved(path):
     notebook = nbformat.read(path, as_version=4)
