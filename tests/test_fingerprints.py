@@ -1,8 +1,9 @@
 """A committed number goes stale on a change of behaviour, never on a comment."""
 
 import pytest
+import torch
 
-from toolkit.fingerprints import behaviour, code_fingerprint
+from toolkit.fingerprints import behaviour, code_fingerprint, numeric_platform
 
 CODE = '''"""A module."""
 
@@ -42,3 +43,33 @@ def test_any_change_to_what_runs_changes_the_fingerprint(edited):
 
 def test_a_function_of_only_a_docstring_still_parses_as_one_that_does_nothing():
     assert behaviour('def f():\n    """Nothing."""\n') == behaviour("def f():\n    pass\n")
+
+
+def test_the_numeric_platform_is_the_same_whatever_ran_before():
+    """Neither the global random state nor the thread count may change it: only the machine."""
+    first = numeric_platform()
+    torch.manual_seed(123)
+    torch.rand(5)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert numeric_platform() == first
+    finally:
+        torch.set_num_threads(threads)
+    assert first.startswith(f"torch {torch.__version__}, ")
+
+
+@pytest.mark.slow
+def test_another_vector_unit_is_another_numeric_platform():
+    """The same machine told to use other kernels rounds differently, and its fingerprint
+    says so."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from toolkit.fingerprints import numeric_platform; print(numeric_platform())"
+    here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={**os.environ, "ATEN_CPU_CAPABILITY": "default"}).stdout
+    assert "DEFAULT" in plain and plain != here

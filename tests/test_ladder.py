@@ -82,6 +82,17 @@ def test_the_spread_is_the_sample_standard_deviation_over_seeds():
     assert ladder.mean_sd(summary, title, "exact match %") == "3.0 ± 2.6"
 
 
+def test_a_run_on_another_numeric_platform_is_said_to_be_one():
+    committed = dataclasses.replace(ladder.load_ladder()[3], platform="a CPU that rounds so")
+    live = dataclasses.replace(committed, train_loss=committed.train_loss + 1e-4,
+                               platform="a CPU that rounds otherwise")
+    verdict = ladder.reproduces(live, committed)
+    assert "differs" in verdict and "another numeric platform" in verdict
+    assert "a CPU that rounds so" in verdict and "train_loss" in verdict
+    same = dataclasses.replace(live, train_loss=committed.train_loss)
+    assert "another numeric platform" not in ladder.reproduces(same, committed)
+
+
 def test_a_notebook_run_is_said_to_reproduce_its_rung_only_when_every_score_is_equal():
     committed = ladder.load_ladder()[3]
     assert "reproduces" in ladder.reproduces(committed, committed)

@@ -2,23 +2,33 @@
 whose numbers moved is named, figure by figure, and left stale."""
 
 import dataclasses
-import shutil
 
 import pytest
 
 from toolkit import ablation, ladder, ladder_check
+from toolkit.fingerprints import numeric_platform
 from toolkit.ladder_check import Results
 from toolkit.recipes import SEEDS
+
+HERE = numeric_platform()
 
 
 @pytest.fixture
 def files(tmp_path):
-    """Copies of the committed files, so the check re-stamps copies."""
+    """Copies of the committed files, stamped by the code here now and made on this machine's
+    numeric platform, so the check re-stamps copies and compares bit for bit without
+    rerunning the old code."""
     copies = []
     for results in (ladder_check.ladder_results(), ladder_check.ablation_results()):
-        shutil.copy(results.path, tmp_path / results.path.name)
-        copies.append(dataclasses.replace(results, path=tmp_path / results.path.name))
+        copy = dataclasses.replace(results, path=tmp_path / results.path.name)
+        copy.save([ladder_check.restamp(dataclasses.replace(run, platform=HERE))
+                   for run in results.load()])
+        copies.append(copy)
     return copies
+
+
+def never(runs):
+    raise AssertionError("the old code was rerun, though the committed runs were made here")
 
 
 def committed_seed_zero(results: Results, title: str) -> ladder.Rung:
@@ -36,8 +46,8 @@ def replaying(files: list[Results], moved: dict[str, dict] | None = None):
     def replay(jobs):
         asked.extend(jobs)
         titles = [title or ladder.stage_info(number).title for number, _, title, *_ in jobs]
-        return [dataclasses.replace(runs[title], training_seconds=1.0, **moved.get(title, {}))
-                for title in titles]
+        return [dataclasses.replace(runs[title], training_seconds=1.0, platform=HERE,
+                                    **moved.get(title, {})) for title in titles]
 
     return replay, asked
 
@@ -50,14 +60,14 @@ def edit_the_training_code(monkeypatch):
 
 def test_nothing_stale_reruns_nothing(files):
     replay, asked = replaying(files)
-    assert ladder_check.check(files, replay) == [] and asked == []
+    assert ladder_check.check(files, replay, never) == [] and asked == []
 
 
 def test_a_kept_number_re_stamps_every_seed_of_every_stale_row(files, monkeypatch):
     edit_the_training_code(monkeypatch)
     before = {results: results.load() for results in files}
     replay, asked = replaying(files)
-    assert ladder_check.check(files, replay) == []
+    assert ladder_check.check(files, replay, never) == []
     assert sorted({job[1].seed for job in asked}) == [SEEDS[0]]  # seed 0 of each row, once
     assert len(asked) == len({r.title for results in files for r in before[results]})
     for results in files:
@@ -75,7 +85,7 @@ def test_a_moved_number_is_named_with_both_values_and_its_row_stays_stale(files,
     old = committed_seed_zero(files[0], stage_03).exact_match
     replay, _ = replaying(files, {stage_03: {"exact_match": old + 0.07},
                                      ablation.FULL: {"per_phenomenon": {}}})
-    moved = ladder_check.check(files, replay)
+    moved = ladder_check.check(files, replay, never)
     assert len(moved) == 2
     said = "\n".join(moved)
     assert (f"ladder.json: '{stage_03}', seed 0: exact_match was {old!r}, now {old + 0.07!r}: "
@@ -91,7 +101,7 @@ def test_only_the_rows_whose_code_changed_are_rerun(files, monkeypatch):
     monkeypatch.setattr(ladder, "stage_hash",
                         lambda number: "edited" if number == 4 else fingerprint(number))
     replay, asked = replaying(files)
-    assert ladder_check.check(files, replay) == []
+    assert ladder_check.check(files, replay, never) == []
     assert [(number, title) for number, _, title, *_ in asked] == [(4, None)]
 
 
@@ -103,3 +113,37 @@ def test_each_row_reruns_as_make_ladder_and_make_ablation_ran_it():
                                                                       run.data)
             assert (recipe.steps, recipe.batch_size) == (run.steps, run.batch_size)
             assert title in (None, run.title)
+
+
+def test_runs_made_on_another_platform_are_compared_with_the_old_code_rerun_here(
+        files, monkeypatch):
+    """The committed bits came from a machine that rounds differently: the current code is
+    held to the old code's numbers on this machine, not to the committed ones."""
+    edit_the_training_code(monkeypatch)
+    elsewhere = files[0]
+    elsewhere.save([dataclasses.replace(run, platform="another CPU") for run in elsewhere.load()])
+    stage_05 = ladder.stage_info(5).title
+    committed = committed_seed_zero(elsewhere, stage_05)
+    replay, _ = replaying(files, {stage_05: {"exact_match": 42.0}})  # what the code gives here
+    reran = []
+
+    def old_code_here(runs):
+        reran.extend(run.title for run in runs)
+        return [dataclasses.replace(run, platform=HERE,
+                                    exact_match=42.0 if run.title == stage_05 else run.exact_match)
+                for run in runs]
+
+    assert ladder_check.check(files, replay, old_code_here) == []
+    assert sorted(reran) == sorted({r.title for r in elsewhere.load()})  # the ladder's only
+    kept = committed_seed_zero(elsewhere, stage_05)
+    assert kept.exact_match == committed.exact_match and kept.platform == "another CPU"
+    assert not ladder.is_stale(kept)
+
+
+def test_without_the_old_code_runs_from_another_platform_are_not_compared(files, monkeypatch):
+    edit_the_training_code(monkeypatch)
+    files[1].save([dataclasses.replace(run, platform="") for run in files[1].load()])
+    replay, asked = replaying(files)
+    with pytest.raises(SystemExit, match="another numeric platform .* BASE=<commit>"):
+        ladder_check.check(files, replay)
+    assert asked == []  # refused before any training

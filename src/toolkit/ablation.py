@@ -105,8 +105,9 @@ def every_row() -> list[str]:
 
 
 def main(names: list[str]) -> None:
-    """Run the named rows (all by default) on every seed, about 3 minutes a run, two at a time,
-    merged into the committed file; write the table."""
+    """Run the named rows (all by default) on every seed, two at a time, merged into the
+    committed file; write the table. A paper-recipe run took 2 to 9 minutes in the last
+    `make ablation` (`training_seconds`, two runs sharing two cores with other work)."""
     every = every_row()
     unknown = sorted(set(names) - set(every))
     if unknown:

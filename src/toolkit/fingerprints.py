@@ -13,6 +13,9 @@ import functools
 import hashlib
 from pathlib import Path
 
+import torch
+from torch import nn
+
 
 def code_fingerprint(paths: list[Path]) -> str:
     """A sha256 of the files' syntax trees, docstrings left out, in a fixed order."""
@@ -45,3 +48,27 @@ def behaviour(source: str) -> str:
 def _is_docstring(statement: ast.stmt) -> bool:
     return (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
             and isinstance(statement.value.value, str))
+
+
+def numeric_platform() -> str:
+    """A fingerprint of how this machine rounds. The same code and seed give the same bits only
+    where it matches: kernels differ with the CPU's vector instructions (AVX2, AVX-512), the
+    BLAS and the PyTorch build, and every difference in the last bit grows over a training run.
+    It runs a few of the operations training runs, on one thread, and hashes their bits."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        generator = torch.Generator().manual_seed(0)
+        x = torch.randn(64, 96, generator=generator)  # (rows, features)
+        weight = torch.randn(128, 96, generator=generator) / 10
+        bias = torch.randn(128, generator=generator)
+        y = nn.functional.linear(x, weight, bias)  # (rows, 128)
+        heads = y.view(1, 4, 16, 128)  # (batch, heads, len, head_dim)
+        results = [y, x @ x.T, y.softmax(-1), y.log_softmax(-1), y.exp().sum(-1),
+                   nn.functional.layer_norm(y, (128,)), nn.functional.relu(y).sqrt(),
+                   y.sum(0), nn.functional.scaled_dot_product_attention(heads, heads, heads)]
+    finally:
+        torch.set_num_threads(threads)
+    digest = hashlib.sha256(b"".join(r.contiguous().numpy().tobytes() for r in results))
+    return (f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}, "
+            f"{digest.hexdigest()[:12]}")

@@ -29,7 +29,7 @@ from toolkit.batches import endless, loader
 from toolkit.corpus import DATA_DIR
 from toolkit.data import CourseData, load_data
 from toolkit.evaluation import evaluate
-from toolkit.fingerprints import code_fingerprint, file_fingerprint
+from toolkit.fingerprints import code_fingerprint, file_fingerprint, numeric_platform
 from toolkit.metrics import Report
 from toolkit.outline import STAGES
 from toolkit.outline import stage as stage_info
@@ -71,6 +71,7 @@ class Rung:
     toolkit_sha256: str
     seed: int = 0
     data: dict = field(default_factory=dict)  # load_data's options, when not its defaults
+    platform: str = ""  # how the machine that ran it rounds (fingerprints.numeric_platform)
 
 
 def stage_module(number: int) -> ModuleType:
@@ -110,7 +111,12 @@ def rung(
         per_phenomenon={k: round(v, 2) for k, v in report.per_phenomenon.items()},
         stage_sha256=stage_hash(number), corpus_sha256=corpus_hash(),
         toolkit_sha256=toolkit_hash(data), seed=recipe.seed, data=dict(data or {}),
+        platform=numeric_platform() if str(device_of(model)) == "cpu" else str(device_of(model)),
     )
+
+
+def device_of(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
 
 
 def build(number: int, data: CourseData, recipe: Recipe) -> nn.Module:
@@ -237,6 +243,11 @@ def differences(live: Rung, committed: Rung) -> list[tuple[str, object, object]]
 def reproduces(live: Rung, committed: Rung) -> str:
     """Say whether a notebook's run gave exactly its committed rung, and if not, why it may."""
     differ = [name for name, _, _ in differences(live, committed)]
+    if differ and live.platform != committed.platform:
+        return (f"this run differs from the committed seed-{committed.seed} rung in "
+                f"{', '.join(differ)}, computed on another numeric platform (committed: "
+                f"{committed.platform or 'not recorded'}; here: {live.platform}): there the same "
+                f"code rounds differently, and the difference grows over training")
     if is_stale(committed):
         if differ:
             return (f"this run differs from the committed seed-{committed.seed} rung in "

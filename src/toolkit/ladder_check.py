@@ -16,14 +16,28 @@ Seed 0 stands for the others: a change that moves seed 1 or 2 but keeps every nu
 seed 0 would have to branch on the seed. The notebooks check the same seed-0 runs
 (`ladder.reproduces`), so a stage notebook that reproduces its rung has proven that rung.
 
-    python -m toolkit.ladder_check    # every stale row; exit 1 if a number moved
+Bits repeat only on one numeric platform: the same code and seed train to other numbers on
+a CPU with other vector instructions (`fingerprints.numeric_platform`). A stale row computed
+on another platform is therefore also rerun with the code that computed it (the commit that
+last wrote the committed files, checked out beside this one), here, and the current code
+must match that: twice the runs, and the same proof.
+
+    python -m toolkit.ladder_check                # every stale row; exit 1 if a number moved
+    python -m toolkit.ladder_check --base COMMIT  # the code that computed the committed rows
 """
 
+import argparse
+import json
+import os
+import subprocess
 import sys
-from dataclasses import dataclass, replace
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from toolkit import ablation, ladder
+from toolkit.fingerprints import code_fingerprint, numeric_platform
 from toolkit.ladder import Job, Rung
 from toolkit.recipes import RECIPES, SEEDS
 
@@ -64,29 +78,49 @@ def restamp(run: Rung) -> Rung:
                    corpus_sha256=ladder.corpus_hash(), toolkit_sha256=ladder.toolkit_hash(run.data))
 
 
-def check(files: list[Results], train_all=ladder.train_all) -> list[str]:
+Baseline = Callable[[list[Rung]], list[Rung]]  # committed runs -> the same runs, computed here
+
+
+def check(files: list[Results], train_all=ladder.train_all,
+          baseline: Baseline | None = None) -> list[str]:
     """Rerun seed 0 of every stale row of these files; re-stamp the rows that computed the
-    same numbers and return one line for each number that moved."""
+    same numbers and return one line for each number that moved.
+
+    A row computed on another numeric platform (`fingerprints.numeric_platform`) cannot be
+    compared bit for bit with a run here: `baseline` then reruns it with the code that
+    computed it, here, and that is what the current code must match."""
     runs = {results: results.load() for results in files}
     stale = {(results, run.title): run for results, every in runs.items() for run in every
              if run.seed == SEEDS[0] and ladder.is_stale(run)}
     if not stale:
         print("nothing is stale: every committed row was computed by the code here now")
         return []
+    here = numeric_platform()
+    foreign = [row for row, run in stale.items() if run.platform != here]
+    if foreign and baseline is None:
+        raise SystemExit(f"{len(foreign)} stale rows were computed on another numeric platform "
+                         f"({stale[foreign[0]].platform or 'not recorded'}; here: {here}), where "
+                         f"the same code rounds differently: give the commit whose code they "
+                         f"were stamped with, BASE=<commit>, and its runs are made here too")
     # Longest first, by the committed clock, so the two workers end together.
     order = sorted(stale, key=lambda row: -stale[row].training_seconds)
     print(f"{len(order)} stale rows: rerunning seed {SEEDS[0]} of each, two at a time")
     fresh = dict(zip(order, train_all([seed_zero_job(stale[row]) for row in order]),
                      strict=True))
+    reference = dict(stale)
+    if foreign:
+        print(f"{len(foreign)} of them were computed on another numeric platform: rerunning "
+              f"them with the code that computed them, here")
+        reference.update(zip(foreign, baseline([stale[row] for row in foreign]), strict=True))
     moved: list[str] = []
     for (results, title), live in fresh.items():
-        changes = ladder.differences(live, stale[results, title])
+        changes = ladder.differences(live, reference[results, title])
         command = results.recompute.format(stage=live.stage, title=title)
         for figure, old, new in changes:
             moved.append(f"{results.path.name}: {title!r}, seed {SEEDS[0]}: {figure} was "
                          f"{old!r}, now {new!r}: recompute its seeds with {command}")
         print(f"{title}: {'MOVED' if changes else 'every number the same'}")
-    kept = {row for row, live in fresh.items() if not ladder.differences(live, stale[row])}
+    kept = {row for row, live in fresh.items() if not ladder.differences(live, reference[row])}
     for results, every in runs.items():
         if any(row[0] is results for row in kept):
             results.save([restamp(run) if (results, run.title) in kept else run
@@ -99,8 +133,80 @@ def check(files: list[Results], train_all=ladder.train_all) -> list[str]:
     return moved
 
 
-def main() -> int:
-    return 1 if check([ladder_results(), ablation_results()]) else 0
+# Runs seed 0 of the rows given as [[stage, title], ...] with the code on PYTHONPATH, using
+# only what every version of the toolkit has, and prints them as JSON.
+BASELINE_RUNNER = """
+import json, sys
+from dataclasses import asdict, replace
+from toolkit import ablation, ladder
+from toolkit.recipes import RECIPES
+jobs = []
+for stage, title in json.loads(sys.argv[1]):
+    rows = [j for j in ablation.jobs([title]) if j[1].seed == 0] if title else [
+        (stage, replace(RECIPES[stage], seed=0), None)]
+    jobs += rows
+print(json.dumps([asdict(run) for run in ladder.train_all(jobs)]))
+"""
+
+
+def baseline_at(commit: str) -> Baseline:
+    """Computes runs with the code of `commit`, checked out beside this one, on this machine."""
+
+    def rerun(runs: list[Rung]) -> list[Rung]:
+        with tempfile.TemporaryDirectory(prefix="ladder-base-") as folder:
+            tree = Path(folder) / "tree"
+            git("worktree", "add", "--detach", str(tree), commit)
+            try:
+                for run in runs:
+                    stamped = _fingerprints_in(tree, run)
+                    if stamped != (run.stage_sha256, run.toolkit_sha256):
+                        raise SystemExit(f"{commit} is not the code {run.title!r} was stamped "
+                                         f"with: give the commit that last changed "
+                                         f"assets/ladder.json or assets/ablation.json")
+                rows = [[run.stage, run.title if run.title in ablation.every_row() else None]
+                        for run in runs]
+                env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+                done = subprocess.run([sys.executable, "-c", BASELINE_RUNNER, json.dumps(rows)],
+                                      cwd=tree, env=env, stdout=subprocess.PIPE, text=True,
+                                      check=True)
+            finally:
+                git("worktree", "remove", "--force", str(tree))
+        return [Rung(**{name: value for name, value in entry.items() if name in RUNG_FIELDS})
+                for entry in json.loads(done.stdout.strip().splitlines()[-1])]
+
+    return rerun
+
+
+RUNG_FIELDS = {field.name for field in fields(Rung)}
+
+
+def _fingerprints_in(tree: Path, run: Rung) -> tuple[str, str]:
+    """The stage's and the training code's fingerprints as they are in another checkout."""
+    toolkit = tree / "src" / "toolkit"
+    stage = tree / "src" / "stages" / Path(ladder.stage_module(run.stage).__file__).name
+    code = ladder.TRAINING_CODE + (ladder.REAL_TEXT_CODE if run.data else ())
+    return (code_fingerprint([stage]),
+            code_fingerprint([toolkit / f"{name}.py" for name in code]))
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ladder.README_PATH.parent, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def last_stamping_commit() -> str:
+    """The commit that last wrote the committed rows: its code is the code they describe."""
+    return git("log", "-1", "--format=%H", "--", "assets/ladder.json", "assets/ablation.json")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", help="the commit whose code computed the committed rows, to "
+                        "rerun them here when they were computed on another numeric platform "
+                        "(default: the last commit that changed them)")
+    args = parser.parse_args(argv)
+    baseline = baseline_at(args.base or last_stamping_commit())
+    return 1 if check([ladder_results(), ablation_results()], baseline=baseline) else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,81 @@
+"""The paper recipe's run is trained once and kept; what is read back must be what training
+afresh gives, and any change to what decides the run must train it again."""
+
+import dataclasses
+import io
+
+import pytest
+import torch
+
+from toolkit import ladder, paper_run
+from toolkit.decoding import translate
+from toolkit.recipes import PAPER
+
+# The paper's recipe on a budget a test can afford: three checkpoints (20, 70 and 120).
+SHORT = dataclasses.replace(PAPER, steps=120, batch_size=8)
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("paper-run")
+    return runs, paper_run.paper_run(0, recipe=SHORT, runs=runs)
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    return list(a) == list(b) and all(torch.equal(a[name], b[name]) for name in a)
+
+
+def test_a_kept_run_is_bit_for_bit_a_fresh_run(kept):
+    runs, first = kept
+    again = paper_run.paper_run(0, recipe=SHORT, runs=runs)
+    fresh = paper_run.paper_run(0, recipe=SHORT, runs=runs, fresh=True)
+    assert first.loaded_from is None and again.loaded_from is not None
+    assert fresh.loaded_from is None
+    for run in (again, fresh):
+        assert same_weights(run.model.state_dict(), first.model.state_dict())
+        assert run.history.losses == first.history.losses
+        assert sorted(run.checkpoints) == sorted(first.checkpoints) == [20, 70, 120]
+        assert all(same_weights(run.checkpoints[s], first.checkpoints[s]) for s in (20, 70))
+    sentences = first.data.sources("test")[:20]
+    translations = [translate(
+        run.model, sentences, run.data.src_vocab, run.data.tgt_vocab) for run in (first, again)]
+    assert translations[0] == translations[1]
+
+
+def test_it_is_the_run_make_ablation_trains(kept):
+    """The same model, batches and steps as ladder.climb, so notebook 10 reproduces the
+    ablation's full row with it."""
+    _, run = kept
+    data = run.data
+    model = ladder.build(7, data, SHORT)
+    history = ladder.train(model, ladder.stage_module(7).objective,
+                           ladder.endless(ladder.loader(data.train, SHORT.batch_size,
+                                                        seed=SHORT.seed)),
+                           progress=io.StringIO(), **SHORT.training())
+    assert history.losses == run.history.losses
+    assert same_weights(model.state_dict(), run.model.state_dict())
+
+
+def test_the_checkpoints_are_the_weights_after_their_steps(kept):
+    _, run = kept
+    assert same_weights(run.checkpoints[120], run.model.state_dict())
+    assert not same_weights(run.checkpoints[70], run.checkpoints[120])
+    averaged = run.averaged().state_dict()
+    name = "encoder_layers.0.self_attn.q_proj.weight"
+    mean = sum(run.checkpoints[s][name].double() for s in (20, 70, 120)) / 3
+    assert torch.equal(averaged[name], mean.float())
+
+
+def test_a_change_to_what_decides_the_run_trains_it_again(kept, monkeypatch):
+    runs, _ = kept
+    key = paper_run.key(SHORT, "cpu")
+    assert paper_run.key(dataclasses.replace(SHORT, lr=1e-3), "cpu") != key
+    assert paper_run.key(dataclasses.replace(SHORT, seed=1), "cpu") != key
+    fingerprint = ladder.toolkit_hash
+    monkeypatch.setattr(ladder, "toolkit_hash", lambda data=None: "edited" + fingerprint(data))
+    assert paper_run.key(SHORT, "cpu") != key
+    trained = []
+    monkeypatch.setattr(paper_run, "train", lambda *a, **k: trained.append(1) or
+                        ladder.train(*a, **k))
+    paper_run.paper_run(0, recipe=SHORT, runs=runs)
+    assert trained == [1]
