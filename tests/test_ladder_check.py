@@ -138,6 +138,15 @@ def test_runs_made_on_another_platform_are_compared_with_the_old_code_rerun_here
     kept = committed_seed_zero(elsewhere, stage_05)
     assert kept.exact_match == committed.exact_match and kept.platform == "another CPU"
     assert not ladder.is_stale(kept)
+    # Seed 0's numbers here are its witness: the next check here, and a notebook's run,
+    # compare with them, without the old code.
+    assert kept.witnesses[HERE]["exact_match"] == 42.0
+    assert ladder.on_platform(kept, HERE).exact_match == 42.0
+    live = dataclasses.replace(kept, platform=HERE, exact_match=42.0, witnesses={})
+    assert "reproduces the committed seed-0 rung exactly" in ladder.reproduces(live, kept)
+    edit_the_training_code(monkeypatch)
+    replay, asked = replaying(files, {stage_05: {"exact_match": 42.0}})
+    assert ladder_check.check(files, replay, never) == [] and len(asked) > len(reran)
 
 
 def test_without_the_old_code_runs_from_another_platform_are_not_compared(files, monkeypatch):

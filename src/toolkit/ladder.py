@@ -72,6 +72,9 @@ class Rung:
     seed: int = 0
     data: dict = field(default_factory=dict)  # load_data's options, when not its defaults
     platform: str = ""  # how the machine that ran it rounds (fingerprints.numeric_platform)
+    # The same run's numbers as the same code computed them on other numeric platforms, by
+    # platform, each proven by `make ladder-check` there: what a run there must reproduce.
+    witnesses: dict = field(default_factory=dict)
 
 
 def stage_module(number: int) -> ModuleType:
@@ -234,6 +237,19 @@ NUMBERS = ("parameters", "steps", "batch_size", "train_loss", "validation_loss",
            "bleu", "bleu_signature", "per_phenomenon")
 
 
+def on_platform(committed: Rung, platform: str) -> Rung | None:
+    """The committed run as computed on `platform`, if it was computed or witnessed there."""
+    if committed.platform == platform:
+        return committed
+    witnessed = committed.witnesses.get(platform)
+    return replace(committed, platform=platform, **witnessed) if witnessed else None
+
+
+def numbers(run: Rung) -> dict:
+    """What a run computed, as a witness of it on its platform."""
+    return {name: getattr(run, name) for name in NUMBERS}
+
+
 def differences(live: Rung, committed: Rung) -> list[tuple[str, object, object]]:
     """(figure, committed value, live value) for every number the two runs do not share."""
     return [(name, getattr(committed, name), getattr(live, name)) for name in NUMBERS
@@ -242,8 +258,9 @@ def differences(live: Rung, committed: Rung) -> list[tuple[str, object, object]]
 
 def reproduces(live: Rung, committed: Rung) -> str:
     """Say whether a notebook's run gave exactly its committed rung, and if not, why it may."""
-    differ = [name for name, _, _ in differences(live, committed)]
-    if differ and live.platform != committed.platform:
+    here = on_platform(committed, live.platform)
+    differ = [name for name, _, _ in differences(live, here or committed)]
+    if differ and here is None:
         return (f"this run differs from the committed seed-{committed.seed} rung in "
                 f"{', '.join(differ)}, computed on another numeric platform (committed: "
                 f"{committed.platform or 'not recorded'}; here: {live.platform}): there the same "

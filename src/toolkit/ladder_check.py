@@ -20,7 +20,9 @@ Bits repeat only on one numeric platform: the same code and seed train to other 
 a CPU with other vector instructions (`fingerprints.numeric_platform`). A stale row computed
 on another platform is therefore also rerun with the code that computed it (the commit that
 last wrote the committed files, checked out beside this one), here, and the current code
-must match that: twice the runs, and the same proof.
+must match that: twice the runs, and the same proof. A row proven so keeps its seed 0's
+numbers on this platform as a witness (`Rung.witnesses`): the next check here compares with
+them without the old code, and so do the notebooks' own checks.
 
     python -m toolkit.ladder_check                # every stale row; exit 1 if a number moved
     python -m toolkit.ladder_check --base COMMIT  # the code that computed the committed rows
@@ -72,10 +74,15 @@ def seed_zero_job(run: Rung) -> Job:
     return (run.stage, replace(RECIPES[run.stage], seed=SEEDS[0]), None)
 
 
-def restamp(run: Rung) -> Rung:
-    """The same numbers, with the fingerprints of the code and corpus as they are now."""
+def restamp(run: Rung, witness: Rung | None = None) -> Rung:
+    """The same numbers, with the fingerprints of the code and corpus as they are now; and a
+    run that reproduced them on another platform kept as their witness there."""
+    witnesses = dict(run.witnesses)
+    if witness is not None and witness.platform != run.platform:
+        witnesses[witness.platform] = ladder.numbers(witness)
     return replace(run, stage_sha256=ladder.stage_hash(run.stage),
-                   corpus_sha256=ladder.corpus_hash(), toolkit_sha256=ladder.toolkit_hash(run.data))
+                   corpus_sha256=ladder.corpus_hash(), toolkit_sha256=ladder.toolkit_hash(run.data),
+                   witnesses=witnesses)
 
 
 Baseline = Callable[[list[Rung]], list[Rung]]  # committed runs -> the same runs, computed here
@@ -96,7 +103,7 @@ def check(files: list[Results], train_all=ladder.train_all,
         print("nothing is stale: every committed row was computed by the code here now")
         return []
     here = numeric_platform()
-    foreign = [row for row, run in stale.items() if run.platform != here]
+    foreign = [row for row, run in stale.items() if ladder.on_platform(run, here) is None]
     if foreign and baseline is None:
         raise SystemExit(f"{len(foreign)} stale rows were computed on another numeric platform "
                          f"({stale[foreign[0]].platform or 'not recorded'}; here: {here}), where "
@@ -107,7 +114,7 @@ def check(files: list[Results], train_all=ladder.train_all,
     print(f"{len(order)} stale rows: rerunning seed {SEEDS[0]} of each, two at a time")
     fresh = dict(zip(order, train_all([seed_zero_job(stale[row]) for row in order]),
                      strict=True))
-    reference = dict(stale)
+    reference = {row: ladder.on_platform(run, here) for row, run in stale.items()}
     if foreign:
         print(f"{len(foreign)} of them were computed on another numeric platform: rerunning "
               f"them with the code that computed them, here")
@@ -120,10 +127,12 @@ def check(files: list[Results], train_all=ladder.train_all,
             moved.append(f"{results.path.name}: {title!r}, seed {SEEDS[0]}: {figure} was "
                          f"{old!r}, now {new!r}: recompute its seeds with {command}")
         print(f"{title}: {'MOVED' if changes else 'every number the same'}")
-    kept = {row for row, live in fresh.items() if not ladder.differences(live, reference[row])}
+    kept = {row: live for row, live in fresh.items()
+            if not ladder.differences(live, reference[row])}
     for results, every in runs.items():
         if any(row[0] is results for row in kept):
-            results.save([restamp(run) if (results, run.title) in kept else run
+            results.save([restamp(run, kept.get((results, run.title)) if run.seed == SEEDS[0]
+                                  else None) if (results, run.title) in kept else run
                           for run in every])
     for line in moved:
         print(line)
