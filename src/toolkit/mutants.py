@@ -9,7 +9,7 @@ imports and tells assertions from crashes). Afterwards, on an unmutated copy, ev
 that killed a mutation must pass (or the kill proves nothing) and every test that crashed
 under one must not crash (or the copy cannot run it, and it can never kill): else the run
 fails. Running every test on the unmutated copy first, as this once did, proved the same
-and took longer than all 66 mutations.
+and took longer than all the mutations.
 
     python -m toolkit.mutants            # every mutation; exit 1 unless all are killed
     python -m toolkit.mutants bug04 bug15    # only the names that contain these words

@@ -188,7 +188,8 @@ CATALOGUE: list[Mutation] = [
     Mutation(12, "stops-when-any-row-ends", "toolkit.decoding", (
         ("if going.numel() == 0:", "if going.numel() < live.numel():"),)),
     Mutation(12, "first-row-token-for-all", "toolkit.decoding", (
-        ("next_logits(tokens, step).argmax(dim=-1)", "next_logits(tokens, step)[0].argmax()"),)),
+        ("next_logits(tokens, step).argmax(dim=-1)",
+         "next_logits(tokens, step)[:1].argmax(dim=-1).expand(live.numel())"),)),
     Mutation(12, "cache-not-grown", "toolkit.cached_decoding", (
         ("return self.keys[:, :, :end], self.values[:, :, :end]", "return k, v"),)),
     Mutation(13, "set-order", "toolkit.vocab", (
