@@ -21,9 +21,7 @@ NOTEBOOK_TIMES := build/notebook-times.xml
 # Longest first, as the table at the end of make test measured them, so that the short ones
 # come last and fill in whichever worker is ahead: both then end within seconds of each
 # other (in name order the long appendices start last). A notebook not listed runs last.
-# 13 decodes the run 10 trains (toolkit.paper_run), so it starts once 10 is long done:
-# started beside 10, it would wait for the run to be kept.
-LONGEST_FIRST := 10 12 11 01 07 06 04 13 05 03 09 02 00 08
+LONGEST_FIRST := 13 10 12 11 01 07 06 04 05 03 09 02 00 08
 RANKED := $(foreach n,$(LONGEST_FIRST),$(filter notebooks/$(n)_%,$(NOTEBOOKS)))
 NOTEBOOK_ORDER := $(addprefix build/,$(RANKED) $(filter-out $(RANKED),$(NOTEBOOKS)))
 # make quick leaves out the tests marked slow: those that start processes (tests/test_markers.py).

@@ -1,16 +1,16 @@
-"""The paper recipe's run, trained once and shared: notebook 10 trains it, notebook 13 decodes it.
+"""The paper recipe's run, trained once and kept: notebook 10's model, the ablation's full row.
 
 Stage 07 trained with `recipes.PAPER` on the built-in corpus is the ablation's full row
-(`make ablation` trains it the same way), notebook 10's model and notebook 13's, and each
-seed of the beam benchmark. Two minutes of training is worth doing once: the run is kept in
-`build/paper-run/` under a key made of fingerprints of the code that trains it (stage 07,
-the training code, this module), of the corpus, the recipe, the seed, the device, the thread
-count and the PyTorch version. Change any of them and the next call trains afresh; so does
-`fresh=True`. A test proves a kept run gives the same numbers as training afresh.
+(`make ablation` trains it the same way) and notebook 10's model. Two minutes of training is
+worth doing once: the run is kept in `build/paper-run/` under a key made of fingerprints of
+the code that trains it (stage 07, the training code, this module), of the corpus, the
+recipe, the seed, the device, the thread count and the PyTorch version. Change any of them
+and the next call trains afresh; so does `fresh=True`. A test proves a kept run gives the
+same numbers as training afresh.
 
 Besides the final weights, the run keeps the weights after each of its last `AVERAGED`
 multiples of `SAVE_EVERY` steps, the checkpoints the paper averages (its base models average
-the last 5 checkpoints, written 10 minutes apart).
+the last 5 checkpoints, written 10 minutes apart), for a decoder of the same run to average.
 """
 
 import hashlib

@@ -42,11 +42,3 @@ def test_each_stage_notebook_reproduces_its_committed_seed_0_rung_exactly(path):
                     f"rung was computed on another: {verdict.group(0)}")
     assert verdict.group(1) == "reproduces", verdict.group(0)
 
-
-def test_notebook_13_decodes_the_run_notebook_10_trained_without_training_it_again():
-    """One training run for two notebooks (toolkit.paper_run): 10 trains and keeps it, and 13,
-    started after it, reads it back."""
-    tenth, thirteenth = (printed(EXECUTED / name) for name in (
-        "10_training_like_the_paper.ipynb", "13_decoding_like_the_paper.ipynb"))
-    assert "this run reproduces the committed seed-0 rung exactly" in tenth
-    assert "read back from build/paper-run/" in thirteenth, "notebook 13 trained the run again"
