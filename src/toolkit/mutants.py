@@ -37,10 +37,11 @@ ROOT = SRC.parent
 TABLE_PATH = ROOT / "assets" / "mutants.json"
 # Tests of source text, hashes and install paths rather than behaviour: a mutation would
 # "fail" them without any test having caught the bug.
-# The site builder's tests read the notebooks, which the mutants' copy leaves out.
+# The site builder's and the exercises' tests read the notebooks, which the mutants' copy
+# leaves out.
 NOT_BEHAVIOUR = {"test_ladder.py", "test_stagediff.py", "test_packaging.py",
                  "test_notebooks.py", "test_mutations.py", "test_notebook_reruns.py",
-                 "test_course_site.py", "test_ladder_check.py"}
+                 "test_course_site.py", "test_ladder_check.py", "test_exercises.py"}
 TEST_TIMEOUT_SECONDS = 300
 
 
@@ -63,14 +64,15 @@ def relevant_tests(mutation: Mutation, tests_dir: Path) -> list[Path]:
     or through the modules they import (a bug in `run_state` is tested through the training
     command, which imports it)."""
     src = tests_dir.parent / "src"
-    every_stage = re.compile(r"from toolkit.outline import STAGES")  # a loop over the stages
+    last = mutation.module.split(".")[-1]
+    # A stage is also imported by name (importlib) or by a loop over the stages.
+    by_name = re.compile(rf"\b{re.escape(last)}\b|from toolkit.outline import STAGES")
     files = [path for path in tests_dir.glob("test_*.py") if path.name not in NOT_BEHAVIOUR
              and (mutation.module in import_closure(path, src)
                   or mutation.module.startswith("stages.")
-                  and every_stage.search(path.read_text()))]
+                  and by_name.search(path.read_text()))]
     # The module's own tests first, then those that import it directly, then the
     # every-stage ones, so the first (and reported) kill is the most specific test.
-    last = mutation.module.split(".")[-1]
     own = f"test_{last.split('_')[0]}.py"
     return sorted(files, key=lambda path: (path.name != own,
                                            mutation.module not in imported_modules(path, src),
