@@ -21,7 +21,7 @@ def files(tmp_path):
     copies = []
     for results in (ladder_check.ladder_results(), ladder_check.ablation_results()):
         copy = dataclasses.replace(results, path=tmp_path / results.path.name)
-        copy.save([ladder_check.restamp(dataclasses.replace(run, platform=HERE))
+        copy.save([ladder_check.restamp(dataclasses.replace(run, platform=HERE, witnesses={}))
                    for run in results.load()])
         copies.append(copy)
     return copies
