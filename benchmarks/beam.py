@@ -1,10 +1,11 @@
 """Beam search and checkpoint averaging against greedy decoding (issue 18), built-in test split.
 
-For each of seeds 0, 1 and 2, stage 07 is trained with the paper's recipe by the training
-command's loop (`python -m toolkit.train`, as `make train` and notebook 13 run it), which keeps
-the last five checkpoints, 50 steps apart, and averages them (`--average-last 5`). The test
-split is then decoded four ways, each sentence allowed its length + 50 tokens: greedily and
-with the paper's beam (4, α = 0.6), on the last checkpoint and on the average. Exact match,
+For each of seeds 0, 1 and 2, stage 07 is trained with the paper's recipe as notebooks 10 and
+13 train it (`toolkit.paper_run`: the run is kept in build/paper-run/, so seed 0 is the very
+run the notebooks decode), keeping the weights after the last five multiples of 50 steps to
+average. The test split is then decoded four ways, each sentence allowed its length + 50
+tokens: greedily and with the paper's beam (4, α = 0.6), on the last checkpoint and on the
+average. Exact match,
 BLEU and held-out exact match are recorded per seed, with the paired differences against
 greedy decoding, since one seed's gain can be another's loss.
 
@@ -16,23 +17,20 @@ beam 4 takes at most 2.5 times greedy's time (the median of the paired ratios).
 """
 
 import statistics
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
 
 import torch
 
-from toolkit import train as train_command
-from toolkit.checkpoints import load_checkpoint
 from toolkit.corpus import HELD_OUT_TAG
 from toolkit.data import load_data
 from toolkit.decoding import PAPER_BEAM_SIZE, PAPER_EXTRA_LEN, PAPER_LENGTH_PENALTY, translate
 from toolkit.evaluation import evaluate
+from toolkit.paper_run import AVERAGED, SAVE_EVERY, PaperRun, paper_run
 from toolkit.recipes import PAPER, SEEDS
 
 GOAL_RATIO = 2.5
 BATCH = 100  # sentences decoded at once, translate's default
-SAVE_EVERY, AVERAGED = 50, 5
 BEAM = f"beam {PAPER_BEAM_SIZE}"
 DECODERS = {  # name -> (checkpoint, beam size)
     "greedy": ("last", 1), BEAM: ("last", PAPER_BEAM_SIZE),
@@ -43,28 +41,17 @@ FULL = {"rounds": 5, "seeds": SEEDS}
 QUICK = {"rounds": 1, "seeds": SEEDS[:1], "steps": 300}
 
 
-def train_paper_model(folder: Path, seed: int, device: torch.device, steps: int | None) -> None:
-    """The paper recipe through the training command, keeping checkpoints to average."""
-    options = ["--output", str(folder), "--seed", str(seed), "--device", str(device),
-               "--save-every", str(SAVE_EVERY), "--average-last", str(AVERAGED),
-               "--eval-every", str(steps or PAPER.steps)]
-    if train_command.main(options + (["--steps", str(steps)] if steps else [])) != 0:
-        raise SystemExit(f"training seed {seed} failed: read the message above")
-
-
-def decode_every_way(folder: Path, device: torch.device) -> tuple[dict, torch.nn.Module]:
-    """Score the test split with each decoder; return the scores and the last model."""
-    data = load_data()
-    models = {name: load_checkpoint(folder / f"{name}.pt", device).model
-              for name in ("last", "averaged")}
+def decode_every_way(run: PaperRun, device: torch.device) -> dict:
+    """Score the test split with each decoder."""
+    models = {"last": run.model, "averaged": run.averaged()}
     scores = {}
     for name, (checkpoint, beam_size) in DECODERS.items():
-        report, _ = evaluate(models[checkpoint], data, "test", device, beam_size,
+        report, _ = evaluate(models[checkpoint], run.data, "test", device, beam_size,
                              PAPER_LENGTH_PENALTY, PAPER_EXTRA_LEN)
         scores[name] = {"exact_match": report.exact_match, "bleu": report.bleu,
                         "held_out": report.per_phenomenon.get(HELD_OUT_TAG),
                         "bleu_signature": report.bleu_signature}
-    return scores, models["last"]
+    return scores
 
 
 def time_decoders(model: torch.nn.Module, rounds: int, timed: Callable,
@@ -93,14 +80,12 @@ def spread(values: list[float]) -> dict:
 def run(rounds: int, seeds: tuple[int, ...], timed: Callable, device: torch.device,
         steps: int | None = None) -> dict:
     runs, timing = [], None
-    with tempfile.TemporaryDirectory(prefix="beam-bench-") as scratch:
-        for seed in seeds:
-            folder = Path(scratch) / f"seed-{seed}"
-            train_paper_model(folder, seed, device, steps)
-            scores, last = decode_every_way(folder, device)
-            runs.append({"seed": seed, "decoders": scores})
-            if timing is None:
-                timing = time_decoders(last, rounds, timed, device)
+    recipe = replace(PAPER, steps=steps or PAPER.steps)
+    for seed in seeds:
+        trained = paper_run(seed, device=device, recipe=recipe)
+        runs.append({"seed": seed, "decoders": decode_every_way(trained, device)})
+        if timing is None:
+            timing = time_decoders(trained.model, rounds, timed, device)
     summary = {name: {measure: spread([r["decoders"][name][measure] for r in runs])
                       for measure in MEASURES} for name in DECODERS}
     gains = {name: {measure: spread([r["decoders"][name][measure]

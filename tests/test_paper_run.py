@@ -64,6 +64,11 @@ def test_the_checkpoints_are_the_weights_after_their_steps(kept):
     name = "encoder_layers.0.self_attn.q_proj.weight"
     mean = sum(run.checkpoints[s][name].double() for s in (20, 70, 120)) / 3
     assert torch.equal(averaged[name], mean.float())
+    newest_two = run.averaged(last=2).state_dict()[name]
+    assert torch.equal(newest_two, ((run.checkpoints[70][name].double()
+                                     + run.checkpoints[120][name].double()) / 2).float())
+    with pytest.raises(ValueError, match="kept 3 checkpoints"):
+        run.averaged(last=4)
 
 
 def test_a_change_to_what_decides_the_run_trains_it_again(kept, monkeypatch):
