@@ -26,6 +26,7 @@ from toolkit.corpus import HELD_OUT_TAG
 from toolkit.data import load_data
 from toolkit.decoding import PAPER_BEAM_SIZE, PAPER_EXTRA_LEN, PAPER_LENGTH_PENALTY, translate
 from toolkit.evaluation import evaluate
+from toolkit.fingerprints import numeric_platform
 from toolkit.paper_run import AVERAGED, SAVE_EVERY, PaperRun, paper_run
 from toolkit.recipes import PAPER, SEEDS
 
@@ -95,6 +96,7 @@ def run(rounds: int, seeds: tuple[int, ...], timed: Callable, device: torch.devi
                      f"{PAPER.batch_size} pairs; last {AVERAGED} checkpoints {SAVE_EVERY} "
                      f"steps apart averaged",
             "seeds": list(seeds), "runs": runs, "summary": summary,
+            "platform": numeric_platform(),  # bits repeat only here: notebook 13 checks it
             "gain_over_greedy": gains, "timing": timing}
 
 
