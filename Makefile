@@ -20,8 +20,10 @@ NBMAKE := $(BIN)/pytest --nbmake --nbmake-kernel=python3 --nbmake-timeout=300 \
 NOTEBOOK_TIMES := build/notebook-times.xml
 # Longest first, as the table at the end of make test measured them, so that the short ones
 # come last and fill in whichever worker is ahead: both then end within seconds of each
-# other (in name order the long appendices start last). A notebook not listed runs last.
-LONGEST_FIRST := 13 10 12 11 01 07 06 04 05 03 09 02 00 08
+# other (in name order the long appendices start last). pytest-xdist hands each worker two
+# to start with (the first two to one, the next two to the other), so the longest is paired
+# with the fourth. A notebook not listed runs last.
+LONGEST_FIRST := 12 01 11 07 05 13 03 06 04 02 09 00 10 08
 RANKED := $(foreach n,$(LONGEST_FIRST),$(filter notebooks/$(n)_%,$(NOTEBOOKS)))
 NOTEBOOK_ORDER := $(addprefix build/,$(RANKED) $(filter-out $(RANKED),$(NOTEBOOKS)))
 # make quick leaves out the tests marked slow: those that start processes (tests/test_markers.py).
