@@ -43,6 +43,22 @@ def hide(scores, key_padding_mask, attn_mask):
     return scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
 
 
+def hide_twice_added(scores, key_padding_mask, attn_mask):
+    """Each mask filled on its own and the two added: a key hidden by both gets 2 x min."""
+    low = torch.finfo(scores.dtype).min
+    fill = torch.zeros_like(scores).masked_fill(key_padding_mask[:, None, :], low)
+    if attn_mask is not None:
+        fill = fill + torch.zeros_like(scores).masked_fill(attn_mask, low)
+    return scores + fill
+
+
+def hide_pad_then_future_minus_inf(scores, key_padding_mask, attn_mask):
+    """Padding filled with finfo.min, then the future with -inf: a row the second mask
+    hides entirely is all -inf."""
+    hidden = scores.masked_fill(key_padding_mask[:, None, :], torch.finfo(scores.dtype).min)
+    return hidden if attn_mask is None else hidden.masked_fill(attn_mask, float("-inf"))
+
+
 def hide_queries(scores, key_padding_mask, attn_mask):
     """Bug 1: the padding mask hides query rows instead of key columns."""
     rows = key_padding_mask[:, : scores.size(1), None]  # (batch, q_len, 1)
@@ -146,6 +162,11 @@ WRONG = [
     ("hide", [lambda s, pad_mask, future: s.masked_fill(pad_mask[:, None, :],
                                                         torch.finfo(s.dtype).min)],
      "row 0 can see position 1"),
+    ("hide", [hide_twice_added], "two fills added overflow to -inf"),
+    ("hide", [lambda s, pad_mask, future: s.masked_fill(
+        pad_mask[:, None, :] | (future if future is not None else False), -1e9)],
+     "does not fit in float16"),
+    ("hide", [hide_pad_then_future_minus_inf], "two fills added overflow"),
     ("encoding", [lambda n, d: sinusoids(n, d, exponent=2.0)], "exponent is doubled"),
     ("encoding", [lambda n, d: sinusoids(n, d, swap=True)], "sin and cos are swapped"),
     ("encoding", [lambda n, d: sinusoids(n, d, cos_shift=0.5)], r"exponent of its own dimension"),

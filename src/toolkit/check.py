@@ -187,7 +187,38 @@ def hide(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.T
         if attn_mask is not None:
             _fail_on(properties.causal_problem(weights[:1] > 0), case)  # the unpadded sentence
         _fail_on(properties.padding_problem(weights, padding, attn_mask), case)
-    _passed(_name(fn), "padded sentences, a sentence of only <pad>, and a causal mask")
+    _hide_in_half_precision(fn, padding, future)
+    _passed(_name(fn), "padded sentences, a sentence of only <pad>, a causal mask, and float16 "
+                       "scores with a row hidden by both masks")
+
+
+def _hide_in_half_precision(fn: Callable, padding: torch.Tensor, future: torch.Tensor) -> None:
+    """float16, and a mask that hides every key from query 0: in the sentence of only <pad>,
+    that row is hidden by both masks, where two fills added reach -inf (and so NaN) and a
+    constant like -1e9 does not fit. One fill of the combined mask gives it equal weights."""
+    blind = future.clone()
+    blind[0] = True  # (q_len, kv_len): query 0 may read nothing (any boolean mask is allowed)
+    scores = (_random(3, 6, 6, seed=2) * 4).half()  # (batch, q_len, kv_len)
+    case = f"{_name(fn)} on float16 scores with a mask that hides every key from query 0"
+    try:
+        hidden = fn(scores.clone(), padding, blind)
+    except RuntimeError as error:
+        if "overflow" not in str(error):
+            raise
+        raise NotYet(f"{case}: {error}. A constant like -1e9 does not fit in float16 (its range "
+                     f"ends near ±65,504): fill with torch.finfo(scores.dtype).min") from None
+    _fail_on(_scores_problem(hidden, scores.shape), case)
+    one_fill = scores.masked_fill(padding[:, None, :] | blind, torch.finfo(scores.dtype).min)
+    expected = one_fill.float().softmax(dim=-1)  # (batch, q_len, kv_len)
+    weights = hidden.float().softmax(dim=-1)
+    if not torch.allclose(weights.nan_to_num(-1.0), expected, atol=1e-3):
+        wrong = ~torch.isclose(weights, expected, atol=1e-3)  # NaN is never close
+        sentence, query = wrong.any(dim=-1).nonzero()[0].tolist()
+        raise NotYet(f"{case}: sentence {sentence}, query {query} gets weights "
+                     f"{[round(w, 3) for w in weights[sentence, query].tolist()]}, not "
+                     f"{[round(w, 3) for w in expected[sentence, query].tolist()]}. Where a key "
+                     f"is hidden by both masks, two fills added overflow to -inf: combine the "
+                     f"masks with | first, then fill once with torch.finfo(scores.dtype).min")
 
 
 # --- 04: positional encoding -----------------------------------------------------------------

@@ -160,7 +160,9 @@ def causal_problem(visible: torch.Tensor) -> Problem:
     # Inverted: the past hidden and the future shown, with or without the diagonal.
     if future.any() and (torch.equal(seen_by_all, future) or torch.equal(seen_by_all, ~future.T)):
         return ("the mask is inverted: it hides the past and shows the future. In this course "
-                "True means hidden, like the masks of torch.nn")
+                "True means hidden, as in nn.MultiheadAttention's and nn.Transformer's masks "
+                "(F.scaled_dot_product_attention's boolean mask is the opposite: True there "
+                "means may attend)")
     if leak := _first(visible.any(0) & future):
         row, column = leak
         return f"row {row} can see position {column}: the mask lets the future through"
