@@ -52,6 +52,7 @@ def test_diagram_highlights_exactly_what_the_stage_adds(stage):
     assert ("positional encoding" in labels) == (stage >= 4)
     assert ("feed-forward" in labels) == (stage >= 6)
     assert ("multi-head" in labels) == (stage >= 7)
+    assert ("W_O" in labels) == (stage >= 6)  # the output projection arrives with stage 06
     assert ("× N" in labels) == (stage >= 5)
     plt.close("all")
 

@@ -32,8 +32,9 @@ class Part:
 
 def _attention(kind: str, mask: str) -> Part:
     return Part(
-        {1: kind, 3: f"{kind}\n({mask} mask)", 7: f"multi-head {kind}\n({mask} mask)"},
-        changed=(3, 7), in_layer=True,
+        {1: kind, 3: f"{kind}\n({mask} mask)", 6: f"{kind} + W_O\n({mask} mask)",
+         7: f"multi-head {kind}\n+ W_O ({mask} mask)"},
+        changed=(3, 6, 7), in_layer=True,
     )
 
 
