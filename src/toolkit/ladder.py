@@ -257,7 +257,8 @@ def differences(live: Rung, committed: Rung) -> list[tuple[str, object, object]]
 
 
 def reproduces(live: Rung, committed: Rung) -> str:
-    """Say whether a notebook's run gave exactly its committed rung, and if not, why it may."""
+    """Say whether a notebook's run gave its committed rung, every figure as rounded in the
+    file, and if not, why it may not have."""
     here = on_platform(committed, live.platform)
     differ = [name for name, _, _ in differences(live, here or committed)]
     if differ and here is None:
@@ -270,11 +271,12 @@ def reproduces(live: Rung, committed: Rung) -> str:
             return (f"this run differs from the committed seed-{committed.seed} rung in "
                     f"{', '.join(differ)}, and the code or corpus changed since that rung was "
                     f"computed: run `make ladder-check` to see which numbers moved")
-        return (f"this run reproduces the committed seed-{committed.seed} rung exactly, but the "
-                f"code changed since it was computed: `make ladder-check` proves the other "
-                f"rungs and re-stamps them")
+        return (f"this run reproduces the committed seed-{committed.seed} rung to its committed "
+                f"precision, but the code changed since it was computed: `make ladder-check` "
+                f"proves the other rungs and re-stamps them")
     if not differ:
-        return f"this run reproduces the committed seed-{committed.seed} rung exactly"
+        return (f"this run reproduces the committed seed-{committed.seed} rung to its committed "
+                f"precision (every figure, as rounded in the file)")
     return (f"this run differs from the committed seed-{committed.seed} rung in "
             f"{', '.join(differ)}: expected on another device or thread count "
             f"(the committed runs used one CPU thread)")
