@@ -64,6 +64,19 @@ def test_the_committed_table_lists_the_whole_catalogue_all_killed_by_real_tests(
         assert f"def {test}(" in (TESTS / path).read_text(), outcome.killed_by
 
 
+def test_a_table_the_code_has_moved_under_is_flagged_stale():
+    """Notebook 09 shows the recorded table: a row whose mutation now sits on another line,
+    or a mutation the table lacks, must be named, as a stale rung is."""
+    table = load_table()
+    first = table[0]
+    path, line = first.where.rsplit(":", 1)
+    moved = [Outcome(**{**first.__dict__, "where": f"{path}:{int(line) + 3}"}), *table[1:-1]]
+    found = mutants.stale(moved)
+    assert found[0] == f"{table[-1].name}: not in the table"
+    assert found[1].startswith(f"{first.name}: recorded at {path}:{int(line) + 3}, now {path}:")
+    assert len(found) == 2 + len(mutants.stale(table))  # what was stale already stays so
+
+
 # The runner itself, on mutations built to be broken, harmless or crashing. Each plants its
 # edit in a copy and runs two quick tests of tests/test_stage01.py there, in a fresh
 # interpreter (the whole file took 20.6 s for the harmless edit, these two under 3 s, and

@@ -220,12 +220,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.record and not args.only:
         rows = [{k: v for k, v in asdict(o).items() if k != "crashed"} for o in outcomes]
         TABLE_PATH.write_text(json.dumps(rows, indent=1) + "\n")
+    elif not args.only and (changed := stale(load_table())):
+        print(f"{TABLE_PATH.name}, the table notebook 09 shows, is stale ({len(changed)} rows; "
+              f"`make mutants` re-records it): {'; '.join(changed[:3])}")
     return 0 if killed == len(outcomes) else 1
 
 
 def load_table(path: Path = TABLE_PATH) -> list[Outcome]:
     """The committed result of `make mutants`, for notebook 09 and the site."""
     return [Outcome(**row) for row in json.loads(path.read_text())]
+
+
+def stale(table: list[Outcome], src: Path = SRC) -> list[str]:
+    """What the recorded table no longer says of today's code and catalogue: a mutation added
+    or removed, or its first edit now on another line (the tests that kill it may differ too)."""
+    current = {mutation.name: mutation for mutation in CATALOGUE}
+    recorded = {outcome.name for outcome in table}
+    found = [f"{name}: not in the table" for name in current if name not in recorded]
+    for outcome in table:
+        mutation = current.get(outcome.name)
+        if mutation is None:
+            found.append(f"{outcome.name}: no longer in the catalogue")
+            continue
+        try:
+            now = f"src/{mutation.path}:{mutation.line((src / mutation.path).read_text())}"
+        except ValueError:  # its first edit's text is gone from the file
+            now = "nowhere: it no longer applies"
+        if now != outcome.where:
+            found.append(f"{outcome.name}: recorded at {outcome.where}, now {now}")
+    return found
 
 
 if __name__ == "__main__":
