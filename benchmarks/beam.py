@@ -27,6 +27,7 @@ from toolkit.data import load_data
 from toolkit.decoding import PAPER_BEAM_SIZE, PAPER_EXTRA_LEN, PAPER_LENGTH_PENALTY, translate
 from toolkit.evaluation import evaluate
 from toolkit.fingerprints import numeric_platform
+from toolkit.number_errors import held_out_kinds
 from toolkit.paper_run import AVERAGED, SAVE_EVERY, PaperRun, paper_run
 from toolkit.recipes import PAPER, SEEDS
 
@@ -43,14 +44,19 @@ QUICK = {"rounds": 1, "seeds": SEEDS[:1], "steps": 300}
 
 
 def decode_every_way(run: PaperRun, device: torch.device) -> dict:
-    """Score the test split with each decoder."""
+    """Score the test split with each decoder, the held-out numbers and pairs apart too."""
     models = {"last": run.model, "averaged": run.averaged()}
+    references = run.data.references("test")
+    kinds = held_out_kinds(run.data.sources("test"), run.data.phenomena("test"))
     scores = {}
     for name, (checkpoint, beam_size) in DECODERS.items():
-        report, _ = evaluate(models[checkpoint], run.data, "test", device, beam_size,
-                             PAPER_LENGTH_PENALTY, PAPER_EXTRA_LEN)
+        report, hypotheses = evaluate(models[checkpoint], run.data, "test", device, beam_size,
+                                      PAPER_LENGTH_PENALTY, PAPER_EXTRA_LEN)
         scores[name] = {"exact_match": report.exact_match, "bleu": report.bleu,
                         "held_out": report.per_phenomenon.get(HELD_OUT_TAG),
+                        "held_out_kinds": {kind: 100 * sum(
+                            hypotheses[i] == references[i] for i in indices) / len(indices)
+                            for kind, indices in kinds.items()},
                         "bleu_signature": report.bleu_signature}
     return scores
 

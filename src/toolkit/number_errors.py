@@ -11,6 +11,7 @@ reference, and of a hypothesis that holds as many numbers.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from toolkit.corpus import HELD_OUT_TAG
 from toolkit.grammar import english_number, german_number
 
 # The grammar's own number words, so this module cannot drift from the corpus it reads.
@@ -29,6 +30,17 @@ CASE_ONLY = "right words, wrong capital letter"
 DROPPED_OR_ADDED = "a number dropped or added"
 OTHER = "other"
 KINDS = (RIGHT, TENS_SWAPPED, UNITS_WRONG, ENGLISH_ORDER, CASE_ONLY, DROPPED_OR_ADDED, OTHER)
+
+
+HELD_OUT_NUMBERS, HELD_OUT_PAIRS = "number 71-79", "adjective + noun"
+
+
+def held_out_kinds(sources: Sequence[str], tags: Sequence[Sequence[str]]) -> dict[str, list[int]]:
+    """The held-out sentences of a split, by what they hold: a number 71-79 ("seventy-two"),
+    or else a pair training never shows ("red dog"), so each kind can be scored apart."""
+    held_out = [i for i, sentence_tags in enumerate(tags) if HELD_OUT_TAG in sentence_tags]
+    numbers = [i for i in held_out if "seventy-" in sources[i].lower()]
+    return {HELD_OUT_NUMBERS: numbers, HELD_OUT_PAIRS: [i for i in held_out if i not in numbers]}
 
 
 @dataclass(frozen=True)
