@@ -126,6 +126,8 @@ RIGHT = {
 
 WRONG = [
     ("frame_target", [lambda words, vocab: vocab.encode(words) + [3]], "must start with <bos>"),
+    ("frame_target", [lambda words, vocab: [2] + [vocab.stoi.get(w.lower(), 1) for w in words]
+                      + [3]], "case-sensitive"),
     ("frame_target", [lambda words, vocab: [2] + [vocab.stoi.get(w, 0) for w in words] + [3]],
      "'zebra' is not in the vocabulary: it must become <unk>"),
     ("pad_batch", [lambda seqs: pad([s[:max(len(t) for t in seqs) - 2] for s in seqs])],

@@ -66,14 +66,16 @@ def _random(*shape: int, seed: int) -> torch.Tensor:
 VOCAB = Vocab("the dog cat sees a house".split())
 SENTENCES = [["the", "dog"], ["a", "cat", "sees", "the", "house"], ["the", "zebra", "sees"],
              ["dog"]]
+CAPITALISED = ["The", "dog"]  # VOCAB holds "the": to it, "The" is an unknown word
 
 
 def frame_target(fn: Callable[[list[str], Vocab], list[int]]) -> None:
     """Exercise: a target sentence as ids, framed by <bos> and <eos>, unknown words as <unk>."""
-    for words in SENTENCES:
+    for words in [*SENTENCES, CAPITALISED]:
         ids = fn(words, VOCAB)
         _fail_on(properties.framing_problem(ids, words, VOCAB), f"{_name(fn)}({words})")
-    _passed(_name(fn), f"{len(SENTENCES)} sentences, one with a word the vocabulary lacks")
+    _passed(_name(fn), f"{len(SENTENCES) + 1} sentences, one with a word the vocabulary lacks "
+                       f"and one with a word it holds only in another case")
 
 
 def pad_batch(fn: Callable[[list[list[int]]], torch.Tensor]) -> None:

@@ -88,8 +88,10 @@ def framing_problem(ids: object, words: list[str], vocab: Vocab) -> Problem:
         return f"{words} has {len(words)} words, so it needs {len(words) + 2} ids; got {len(ids)}"
     for word, index in zip(words, ids[1:-1], strict=True):
         if word not in vocab.stoi and index != UNK_ID:
+            other_case = " (the vocabulary is case-sensitive: never change a word's case)" if (
+                vocab.stoi.get(word.lower()) == index) else ""
             return (f"'{word}' is not in the vocabulary: it must become <unk> (id {UNK_ID}), "
-                    f"got {index}")
+                    f"got {index}{other_case}")
         if word in vocab.stoi and index != vocab.stoi[word]:
             return f"'{word}' has id {vocab.stoi[word]} in vocab.stoi, got {index}"
     return None
