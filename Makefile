@@ -134,8 +134,9 @@ site-student: $(EXECUTED) $(MATHJAX)
 site-tests: site site-student
 	REQUIRE_SITE=1 $(BIN)/pytest tests/site -p no:cacheprovider --timeout=600
 
+# Jupyter refuses to start as root without --allow-root: course images and cloud VMs often are.
 lab: $(INSTALLED)
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 data: $(INSTALLED)
 	$(BIN)/python -m toolkit.corpus
