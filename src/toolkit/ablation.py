@@ -45,7 +45,7 @@ VARIANTS = {
     "sqrt(d) scale with init std 1 (tied)": replace(PAPER, embedding_std=1.0),
     "without tied embeddings (scale and init kept)": replace(
         PAPER, model={**PAPER.model, "tie_embeddings": False}),
-    "none of them: Adam 1e-3, as the tutorial": replace(
+    "none of them: plain Adam at a constant 1e-3": replace(
         PAPER, model=RECIPES[7].model, lr=1e-3, schedule="constant", label_smoothing=0.0,
         betas=(0.9, 0.999), eps=1e-8),
 }
