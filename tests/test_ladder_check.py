@@ -144,7 +144,10 @@ def test_runs_made_on_another_platform_are_compared_with_the_old_code_rerun_here
     assert ladder.on_platform(kept, HERE).exact_match == 42.0
     live = dataclasses.replace(kept, platform=HERE, exact_match=42.0, witnesses={})
     verdict = ladder.reproduces(live, kept)
-    assert "reproduces the committed seed-0 rung to its committed precision" in verdict
+    assert "reproduces the seed-0 rung as this machine's numeric platform computes it" in verdict
+    assert "computed on another platform (another CPU)" in verdict  # not the table's digits
+    shown = ladder.table([kept], live)
+    assert shown.loc[(f"05 {kept.title}", ladder.WITNESS_ROW), "exact match %"] == 42.0
     edit_the_training_code(monkeypatch)
     replay, asked = replaying(files, {stage_05: {"exact_match": 42.0}})
     assert ladder_check.check(files, replay, never) == [] and len(asked) > len(reran)

@@ -260,6 +260,8 @@ def stack(fn: Callable) -> None:
                 properties.recording(model.decoder_layers) as decoder_calls:
             output = fn(model.encoder_layers, model.decoder_layers, x, y, padding, future)
         _fail_on(properties.stacking_problem(encoder_calls, decoder_calls), case)
+        _fail_on(properties.stacking_masks_problem(encoder_calls, decoder_calls, padding,
+                                                   future), case)
         # Each layer ran exactly once (checked above): [0] is its only call.
         first_encoder, first_decoder = encoder_calls[0][0], decoder_calls[0][0]
         if not torch.equal(first_encoder.args[0], x) or not torch.equal(first_decoder.args[0], y):

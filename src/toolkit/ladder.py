@@ -274,12 +274,22 @@ def reproduces(live: Rung, committed: Rung) -> str:
         return (f"this run reproduces the committed seed-{committed.seed} rung to its committed "
                 f"precision, but the code changed since it was computed: `make ladder-check` "
                 f"proves the other rungs and re-stamps them")
+    if not differ and here is not committed:
+        return (f"this run reproduces the seed-{committed.seed} rung as this machine's numeric "
+                f"platform computes it ({live.platform}), to its committed precision: the "
+                f"witness `make ladder-check` proved on this platform. The committed rows "
+                f"were computed on another platform "
+                f"({committed.platform or 'not recorded'}), where the same code and seed give "
+                f"other digits")
     if not differ:
         return (f"this run reproduces the committed seed-{committed.seed} rung to its committed "
                 f"precision (every figure, as rounded in the file)")
     return (f"this run differs from the committed seed-{committed.seed} rung in "
             f"{', '.join(differ)}: expected on another device or thread count "
             f"(the committed runs used one CPU thread)")
+
+
+WITNESS_ROW = "seed 0 as computed on this machine's platform"
 
 
 def table(runs: list[Rung], live: Rung | None = None, up_to: int | None = None) -> pd.DataFrame:
@@ -294,6 +304,9 @@ def table(runs: list[Rung], live: Rung | None = None, up_to: int | None = None) 
     for r in runs:
         if r.seed == SEEDS[0]:
             rows.append((r, f"committed, seed {r.seed}", one_run(r)))
+            here = on_platform(r, live.platform) if live is not None else None
+            if live is not None and live.stage == r.stage and here not in (None, r):
+                rows.append((here, WITNESS_ROW, one_run(here)))
             seeds = int(summary.loc[r.title, ("seeds", "n")])
             rows.append((r, f"committed, mean ± sd of {seeds} seeds",
                          {"train loss": mean_sd(summary, r.title, "train loss", 4),

@@ -371,6 +371,22 @@ def stacking_problem(encoder_calls: list[list[Call]], decoder_calls: list[list[C
     return None
 
 
+def stacking_masks_problem(encoder_calls: list[list[Call]], decoder_calls: list[list[Call]],
+                           padding: torch.Tensor, future: torch.Tensor) -> Problem:
+    """Every layer gets the masks it was given: a layer handed no padding mask lets its queries
+    read <pad> (bug 2), one handed no causal mask lets the decoder read the future (bug 4)."""
+    expected = (("encoder", encoder_calls, {1: ("source padding", padding)}),
+                ("decoder", decoder_calls, {2: ("source padding", padding), 3: ("causal", future)}))
+    for side, calls, masks in expected:
+        for index, (call,) in enumerate(calls):
+            for position, (name, mask) in masks.items():
+                given = call.args[position] if len(call.args) > position else None
+                if not (isinstance(given, torch.Tensor) and torch.equal(given, mask)):
+                    return (f"{side} layer {index} did not get the {name} mask the stack was "
+                            f"given: pass each mask on to every layer unchanged")
+    return None
+
+
 # --- the loss ----------------------------------------------------------------------------
 
 def loss_problem(loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Problem:
