@@ -3,13 +3,12 @@
 import pytest
 import sacrebleu
 
-from toolkit.metrics import bleu, exact_match, score
-from toolkit.tokens import tokenize
+from toolkit.metrics import bleu, chrf, exact_match, score
+from toolkit.tokens import detokenize, tokenize
 
-REFERENCES = [tokenize(s) for s in [
-    "Der Hund sieht die Katze.", "Heute schläft das Kind nicht.",
-    "Der Mann sagt, dass die Frau einen Ball findet.",
-]]
+TEXTS = ["Der Hund sieht die Katze.", "Heute schläft das Kind nicht.",
+         "Der Mann sagt, dass die Frau einen Ball findet."]
+REFERENCES = [tokenize(s) for s in TEXTS]
 
 
 def test_exact_match_counts_whole_sentences_only():
@@ -24,33 +23,70 @@ def test_exact_match_refuses_mismatched_or_empty_inputs():
         exact_match([], [])
 
 
-def test_bleu_is_sacrebleu_on_detokenised_text_with_its_signature():
-    perfect = bleu(REFERENCES, REFERENCES)
+def test_bleu_is_sacrebleu_on_text_with_its_signature():
+    perfect = bleu(TEXTS, TEXTS)
     assert perfect.score == pytest.approx(100.0)
     assert "tok:13a" in perfect.signature and "nrefs:1" in perfect.signature
-    worse = bleu([r[::-1] for r in REFERENCES], REFERENCES)
+    worse = bleu([detokenize(r[::-1]) for r in REFERENCES], TEXTS)
     assert worse.score < 50
 
 
 def test_bleu_scores_the_natural_text_not_our_tokens():
     """Hyphenated numbers: our tokens split them, sacreBLEU's 13a tokeniser does not."""
-    references = [tokenize("Twenty-one dogs sleep."), tokenize("Seventy-two cats play.")]
+    references = ["Twenty-one dogs sleep.", "Seventy-two cats play."]
     hypotheses = [tokenize("Twenty-one dogs sleep."), tokenize("Seventy-two dogs play.")]
     expected = sacrebleu.corpus_bleu(["Twenty-one dogs sleep.", "Seventy-two dogs play."],
-                                     [["Twenty-one dogs sleep.", "Seventy-two cats play."]])
-    assert bleu(hypotheses, references).score == pytest.approx(expected.score)
+                                     [references])
+    assert score(hypotheses, references).bleu == pytest.approx(expected.score)
+
+
+def test_bleu_is_against_the_references_as_written_not_a_round_trip_of_them():
+    """Our word tokens lose the apostrophe's spacing ("don ' t"): a translation compared with
+    round-tripped references would hide it, one compared with the raw text does not."""
+    reference = "I don't know, he said."
+    round_trip = detokenize(tokenize(reference))
+    assert round_trip != reference
+    assert bleu([round_trip], [round_trip]).score == pytest.approx(100.0)
+    assert score([tokenize(reference)], [reference]).bleu < 100.0
+    assert score([tokenize(reference)], [reference]).exact_match == 100.0  # tokens agree
+
+
+def test_bleu_uses_the_tokeniser_the_target_language_needs():
+    """Chinese has no spaces: 13a sees one word per sentence and scores a near miss 0."""
+    references = ["我们今天去公园散步。", "他喜欢读书和写字。"]
+    hypotheses = ["我们今天去公园跑步。", "他喜欢读书和写字。"]
+    as_13a = sacrebleu.corpus_bleu(hypotheses, [references])
+    as_zh = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="zh")
+    assert as_zh.score > as_13a.score
+    scored = bleu(hypotheses, references, tgt_lang="zh")
+    assert scored.score == pytest.approx(as_zh.score) and "tok:zh" in scored.signature
+
+
+def test_chrf_is_reported_beside_bleu_with_its_signature():
+    report = score(REFERENCES[:2] + [["falsch"]], TEXTS)
+    expected = sacrebleu.corpus_chrf([TEXTS[0], TEXTS[1], "falsch"], [TEXTS])
+    assert report.chrf == pytest.approx(expected.score)
+    assert "nc:6" in report.chrf_signature and "chrF signature" in str(report)
+    assert chrf(TEXTS, TEXTS).score == pytest.approx(100.0)
+
+
+def test_scores_refuse_tokens_where_text_is_due():
+    with pytest.raises(TypeError, match="as strings"):
+        bleu(REFERENCES, TEXTS)
+    with pytest.raises(ValueError, match="2 hypotheses but 3 references"):
+        chrf(TEXTS[:2], TEXTS)
 
 
 def test_held_out_sentences_count_only_for_their_own_row():
     hypotheses = [REFERENCES[0], ["falsch"], REFERENCES[2]]
-    report = score(hypotheses, REFERENCES, [["case"], ["case", "held_out"], ["case"]],
+    report = score(hypotheses, TEXTS, [["case"], ["case", "held_out"], ["case"]],
                    apart="held_out")
     assert report.per_phenomenon == {"case": 100.0, "held_out": 0.0}
 
 
 def test_score_reports_each_phenomenon_separately():
     hypotheses = [REFERENCES[0], ["falsch"], REFERENCES[2]]
-    report = score(hypotheses, REFERENCES, [["case"], ["negation", "inversion"], ["case"]])
+    report = score(hypotheses, TEXTS, [["case"], ["negation", "inversion"], ["case"]])
     assert report.per_phenomenon == {"case": 100.0, "inversion": 0.0, "negation": 0.0}
     assert report.exact_match == pytest.approx(200 / 3) and report.sentences == 3
     assert "BLEU signature" in str(report)

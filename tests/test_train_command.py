@@ -88,10 +88,11 @@ def test_best_pt_holds_the_model_with_the_best_logged_bleu(uninterrupted):
     restored = load_checkpoint(uninterrupted / "best.pt")
     data = load_data()
     sample = evaluation_sample(data, 10, seed=0)
-    sources, references = data.sources("validation"), data.references("validation")
+    sources, references = data.sources("validation"), data.reference_texts("validation")
     hypotheses = translate(restored.model, [sources[i] for i in sample], restored.src_vocab,
                            restored.tgt_vocab)
-    assert bleu(hypotheses, [references[i] for i in sample]).score == pytest.approx(
+    assert bleu([detokenize(words) for words in hypotheses],
+                [references[i] for i in sample]).score == pytest.approx(
         progress["best_bleu"], abs=1e-9)
     assert (uninterrupted / "chart.png").stat().st_size > 10_000
 

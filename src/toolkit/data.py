@@ -29,7 +29,12 @@ class CourseData:
         return [row[self.src_lang] for row in self.splits[split]["translation"]]
 
     def references(self, split: str) -> list[list[str]]:
-        return [tokenize(row[self.tgt_lang]) for row in self.splits[split]["translation"]]
+        """The references as tokens, the form exact match compares."""
+        return [tokenize(text) for text in self.reference_texts(split)]
+
+    def reference_texts(self, split: str) -> list[str]:
+        """The references as written, the form BLEU and chrF compare."""
+        return [row[self.tgt_lang] for row in self.splits[split]["translation"]]
 
     def phenomena(self, split: str) -> list[list[str]]:
         """Tags per sentence; corpora without tags (opus100) give none."""

@@ -19,5 +19,6 @@ def evaluate(
     hypotheses = translate(model, data.sources(split), data.src_vocab, data.tgt_vocab, device,
                            extra_len=extra_len, beam_size=beam_size,
                            length_penalty=length_penalty)
-    report = score(hypotheses, data.references(split), data.phenomena(split), apart=HELD_OUT_TAG)
+    report = score(hypotheses, data.reference_texts(split), data.phenomena(split),
+                   apart=HELD_OUT_TAG, tgt_lang=data.tgt_lang)
     return report, hypotheses

@@ -4,9 +4,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sacrebleu.metrics import BLEU
+from sacrebleu.metrics import BLEU, CHRF
 
-from toolkit.tokens import detokenize
+from toolkit.tokens import detokenize, tokenize
 
 
 def exact_match(hypotheses: Sequence[list[str]], references: Sequence[list[str]]) -> float:
@@ -20,20 +20,39 @@ def exact_match(hypotheses: Sequence[list[str]], references: Sequence[list[str]]
 
 
 @dataclass(frozen=True)
-class BleuScore:
-    """A BLEU score is only comparable together with the settings that produced it."""
+class CorpusScore:
+    """A BLEU or chrF score is only comparable together with the settings that produced it."""
 
     score: float
     signature: str
 
 
-def bleu(hypotheses: Sequence[list[str]], references: Sequence[list[str]]) -> BleuScore:
-    """Corpus BLEU from sacreBLEU on detokenised text, with its standard 13a tokeniser."""
-    metric = BLEU()
-    result = metric.corpus_score(
-        [detokenize(h) for h in hypotheses], [[detokenize(r) for r in references]]
-    )
-    return BleuScore(result.score, str(metric.get_signature()))
+def bleu(hypotheses: Sequence[str], references: Sequence[str], tgt_lang: str = "de") -> CorpusScore:
+    """Corpus BLEU as papers since Post (2018) report it: sacreBLEU on detokenised text against
+    the raw reference strings, with the tokeniser the target language needs (13a; Chinese,
+    Japanese and Korean have their own)."""
+    _check_texts(hypotheses, references)
+    metric = BLEU(trg_lang=tgt_lang)
+    result = metric.corpus_score(list(hypotheses), [list(references)])
+    return CorpusScore(result.score, str(metric.get_signature()))
+
+
+def chrf(hypotheses: Sequence[str], references: Sequence[str]) -> CorpusScore:
+    """sacreBLEU's chrF: character n-grams, so it needs no word tokeniser for any language."""
+    _check_texts(hypotheses, references)
+    metric = CHRF()
+    result = metric.corpus_score(list(hypotheses), [list(references)])
+    return CorpusScore(result.score, str(metric.get_signature()))
+
+
+def _check_texts(hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    """Scores compare strings: tokens passed by mistake would be scored as nonsense, silently."""
+    for name, texts in (("hypotheses", hypotheses), ("references", references)):
+        if any(not isinstance(text, str) for text in texts):
+            raise TypeError(f"BLEU and chrF take {name} as strings (detokenised text); join "
+                            f"tokens with toolkit.tokens.detokenize first")
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
 
 
 @dataclass(frozen=True)
@@ -45,13 +64,18 @@ class Report:
     bleu_signature: str
     sentences: int
     per_phenomenon: dict[str, float]
+    chrf: float | None = None
+    chrf_signature: str = ""
 
     def __str__(self) -> str:
+        chrf = "" if self.chrf is None else f"   chrF {self.chrf:5.1f}"
         lines = [
-            f"exact match {self.exact_match:5.1f}%   BLEU {self.bleu:5.1f}"
+            f"exact match {self.exact_match:5.1f}%   BLEU {self.bleu:5.1f}{chrf}"
             f"   ({self.sentences} sentences)",
             f"BLEU signature: {self.bleu_signature}",
         ]
+        if self.chrf_signature:
+            lines.append(f"chrF signature: {self.chrf_signature}")
         lines.append("exact match by phenomenon:")
         lines += [f"  {name:<12} {score:5.1f}%" for name, score in self.per_phenomenon.items()]
         return "\n".join(lines)
@@ -59,25 +83,31 @@ class Report:
 
 def score(
     hypotheses: Sequence[list[str]],
-    references: Sequence[list[str]],
+    references: Sequence[str],
     phenomena: Sequence[Sequence[str]] | None = None,
     apart: str | None = None,
+    tgt_lang: str = "de",
 ) -> Report:
-    """Score translations; with phenomenon tags, also report exact match for each tag.
+    """Score translations (tokens) against the raw reference strings; with phenomenon tags,
+    also report exact match for each tag.
 
-    Sentences tagged `apart` (the held-out combinations) count for that tag alone, so each
-    other phenomenon is scored on ordinary sentences and generalisation gets its own row.
+    Exact match compares tokens with the reference's tokens; BLEU and chrF compare the
+    detokenised translation with the reference as written. Sentences tagged `apart` (the
+    held-out combinations) count for that tag alone, so each other phenomenon is scored on
+    ordinary sentences and generalisation gets its own row.
     """
+    tokens = [tokenize(reference) for reference in references]
     groups: dict[str, list[int]] = defaultdict(list)
     for index, tags in enumerate(phenomena or []):
         for tag in [apart] if apart in tags else tags:
             groups[tag].append(index)
     per_phenomenon = {
-        tag: exact_match([hypotheses[i] for i in indices], [references[i] for i in indices])
+        tag: exact_match([hypotheses[i] for i in indices], [tokens[i] for i in indices])
         for tag, indices in sorted(groups.items())
     }
-    result = bleu(hypotheses, references)
+    texts = [detokenize(hypothesis) for hypothesis in hypotheses]
+    scored, characters = bleu(texts, references, tgt_lang), chrf(texts, references)
     return Report(
-        exact_match(hypotheses, references), result.score, result.signature,
-        len(references), per_phenomenon,
+        exact_match(hypotheses, tokens), scored.score, scored.signature, len(references),
+        per_phenomenon, characters.score, characters.signature,
     )

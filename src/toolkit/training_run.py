@@ -47,6 +47,7 @@ from toolkit.run_state import (
     restore_random_streams,
 )
 from toolkit.stage_api import count_parameters
+from toolkit.tokens import detokenize
 from toolkit.training import PaperOptimizer, evaluate_loss
 
 
@@ -408,10 +409,11 @@ def evaluate_during_training(
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         val_loss = evaluate_loss(model, stage.objective,
                                  loader(data.validation, batch_size=100, shuffle=False), device)
-        sources, references = data.sources("validation"), data.references("validation")
+        sources, references = data.sources("validation"), data.reference_texts("validation")
         hypotheses = translate(model, [sources[i] for i in sample], data.src_vocab,
                                data.tgt_vocab, device)
-        score = bleu(hypotheses, [references[i] for i in sample]).score
+        score = bleu([detokenize(words) for words in hypotheses],
+                     [references[i] for i in sample], data.tgt_lang).score
     return {"val_loss": val_loss, "val_bleu": score}
 
 
