@@ -228,7 +228,8 @@ def test_carving_depends_on_the_seed_only_not_on_max_train_pairs(tmp_path, capsy
 
 
 def test_max_len_drops_exactly_the_pairs_that_do_not_fit_with_bos_and_eos(tmp_path, capsys):
-    """A source gets <eos>, a target <bos> and <eos>: both count against max_len."""
+    """A source gets <eos>, a target <bos> and <eos>: both count against max_len. Training
+    and validation lose the pairs that do not fit; the test split keeps every one."""
     def pair(i: int) -> Pair:  # sides of different lengths, so either side can be too long
         return (f"the dog {i} runs" + " far" * (i % 5) + " .",
                 f"der Hund {i} läuft" + " weit" * (2 * i % 7) + " .")
@@ -247,6 +248,10 @@ def test_max_len_drops_exactly_the_pairs_that_do_not_fit_with_bos_and_eos(tmp_pa
     for split, rows in splits.items():
         kept = [p for p in rows if fits(p)]
         assert 0 < len(kept) < len(rows)
+        if split == "test":  # never filtered: a score must count every test sentence
+            assert split_pairs(data.splits[split]) == rows
+            assert f"test: kept all {len(rows)} pairs" in printed
+            continue
         assert split_pairs(data.splits[split]) == kept, split
         assert (f"{split}: dropped {len(rows) - len(kept)} of {len(rows)} pairs longer than "
                 f"max_len={max_len} tokens") in printed

@@ -95,11 +95,19 @@ def build_vocabularies(
 def drop_long_pairs(
     splits: DatasetDict, encoded: dict[str, list[EncodedPair]], max_len: int
 ) -> tuple[DatasetDict, dict[str, list[EncodedPair]]]:
-    """Keep the pairs whose both sides fit in `max_len` tokens, and say how many went."""
+    """Keep the training and validation pairs whose both sides fit in `max_len` tokens, and
+    say how many went. The test split is kept whole: a score on a filtered test split covers
+    an easier subset and compares with nothing (`evaluate` scores a sentence the model
+    cannot take as an empty translation)."""
     if max_len < 3:
         raise ValueError(f"max_len={max_len} leaves no room for a word between <bos> and <eos>")
     kept_splits, kept_pairs = {}, {}
     for split, pairs in encoded.items():
+        if split == "test":
+            kept_splits[split], kept_pairs[split] = splits[split], pairs
+            print(f"test: kept all {len(pairs):,} pairs, the long ones too: scores count every "
+                  f"test sentence")
+            continue
         keep = [i for i, (src, tgt) in enumerate(pairs) if max(len(src), len(tgt)) <= max_len]
         print(f"{split}: dropped {len(pairs) - len(keep):,} of {len(pairs):,} pairs longer "
               f"than max_len={max_len} tokens")

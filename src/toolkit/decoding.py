@@ -87,8 +87,10 @@ def translate(
     extra_len: int = EXTRA_LEN,
     beam_size: int = 1,
     length_penalty: float = PAPER_LENGTH_PENALTY,
+    max_len: int | None = None,
 ) -> list[list[str]]:
-    """Translate raw sentences to target tokens, each allowed `extra_len` more than its source.
+    """Translate raw sentences to target tokens, each allowed `extra_len` more than its source
+    and, with `max_len`, never more than `max_len` (evaluate passes the model's positions).
 
     Greedy by default; `beam_size > 1` searches with the paper's length penalty α (the paper
     decodes with beam_size=4, length_penalty=0.6 and extra_len=50). A stage-07 model decodes
@@ -116,6 +118,8 @@ def translate(
             encoded.append(encode_source(tokens, src_vocab))
         src = pad(encoded).to(device)  # (batch, src_len)
         limits = torch.tensor([len(ids) for ids in encoded], device=device) + extra_len
+        if max_len is not None:
+            limits = limits.clamp(max=max_len)  # (batch,)
         for ids in decode(model, src, limits):
             translations.append(tgt_vocab.decode(ids))
     return translations
