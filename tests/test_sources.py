@@ -195,6 +195,28 @@ def test_dedupe_removes_exact_repeats_and_training_pairs_held_out_and_says_how_m
     assert "test: removed" not in printed
 
 
+def test_overlap_with_the_given_splits_is_reported_without_dedupe_and_kept(tmp_path, capsys):
+    """A training pair that is also a test pair makes the test score partly a memory test:
+    a user must hear of it even when not asking for dedupe."""
+    p0, p1, p2 = pairs(3)
+    t0, t1 = pairs(2, start=200)
+    folder = write_folder(tmp_path / "corpus", [p0, t0, p1, p2, t1], pairs(2, start=100), [t0, t1])
+    corpus = load_corpus(str(folder))
+    assert split_pairs(corpus["train"]) == [p0, t0, p1, p2, t1]
+    printed = capsys.readouterr().out
+    assert "train: kept 2 pairs that are also in validation or test: dedupe=True" in printed
+
+
+def test_a_train_split_left_empty_is_a_corpus_error_that_says_so(tmp_path):
+    test = pairs(3, start=200)
+    folder = write_folder(tmp_path / "corpus", test[:2], pairs(2, start=100), test)
+    with pytest.raises(CorpusError, match="no training pairs are left"):
+        load_corpus(str(folder), dedupe=True)
+    with pytest.raises(CorpusError, match="every training pair is longer than max_len=3"):
+        load_data(str(write_folder(tmp_path / "other", pairs(30), pairs(2, start=100),
+                                   pairs(2, start=200))), max_len=3)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_carved_splits_share_no_pair_even_when_train_repeats_pairs(tmp_path, seed, capsys):
     """Without dedupe, copies of a pair must travel together, or test scores seen pairs."""

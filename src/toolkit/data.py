@@ -6,6 +6,7 @@ from datasets import Dataset, DatasetDict
 
 from toolkit.batches import ENCODE_CHUNK, EncodedPair, encode_pairs, texts
 from toolkit.corpus import load_corpus
+from toolkit.sources import CorpusError
 from toolkit.subwords import SubwordVocab
 from toolkit.tokens import tokenize
 from toolkit.vocab import Vocab
@@ -109,6 +110,9 @@ def drop_long_pairs(
                   f"test sentence")
             continue
         keep = [i for i, (src, tgt) in enumerate(pairs) if max(len(src), len(tgt)) <= max_len]
+        if split == "train" and not keep:
+            raise CorpusError(f"every training pair is longer than max_len={max_len} tokens "
+                              f"once encoded (<bos> and <eos> included): raise max_len")
         print(f"{split}: dropped {len(pairs) - len(keep):,} of {len(pairs):,} pairs longer "
               f"than max_len={max_len} tokens")
         kept_splits[split] = splits[split].select(keep)

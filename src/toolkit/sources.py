@@ -335,12 +335,19 @@ def prepare_splits(
                 _pairs(splits[split], src_lang, tgt_lang)), f"{split}: removed", "duplicate pairs")
     missing = [split for split in ("validation", "test") if split not in splits]
     given = [split for split in ("validation", "test") if split in splits]
-    if (dedupe or missing) and given:  # before carving, so carved splits miss these pairs too
+    if given:  # before carving, so carved splits miss these pairs too
         held_out = {pair for split in given for pair in _pairs(splits[split], src_lang, tgt_lang)}
         train = _pairs(splits["train"], src_lang, tgt_lang)
-        splits["train"] = _select(splits["train"], [i for i, p in enumerate(train)
-                                                    if p not in held_out],
-                                  "train: removed", f"pairs that are also in {' or '.join(given)}")
+        fresh = [i for i, p in enumerate(train) if p not in held_out]
+        also = f"pairs that are also in {' or '.join(given)}"
+        if dedupe or missing:
+            splits["train"] = _select(splits["train"], fresh, "train: removed", also)
+        elif len(fresh) < len(train):  # said, never silent: a score on them measures memory
+            print(f"train: kept {len(train) - len(fresh):,} {also}: dedupe=True (--dedupe) "
+                  f"removes them, so that no test sentence was seen in training")
+    if len(splits["train"]) == 0:
+        raise CorpusError("no training pairs are left (every one is also in validation or test, "
+                          "or train was empty): give a train split of its own")
     if missing:
         splits = _carve(splits, missing, seed, src_lang, tgt_lang)
     if max_train_pairs is not None and len(splits["train"]) > max_train_pairs:
