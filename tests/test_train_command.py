@@ -205,17 +205,22 @@ def test_help_explains_every_option():
 
 @pytest.mark.slow
 def test_translate_keeps_every_line_in_place(uninterrupted):
-    lines = "The dog sees the cat.\n\nThe zebra sleeps.\n" + "dog " * 300 + "\n"
+    # A byte-order mark first (as some editors save UTF-8), a blank line, an unknown word, a
+    # source that fills the positions but for one (its translation is cut at the last), and
+    # one longer than the positions.
+    lines = ("\ufeffThe dog sees the cat.\n\nThe zebra sleeps.\n" + "dog " * 254 + "\n"
+             + "dog " * 300 + "\n")
     result = subprocess.run([sys.executable, "-m", "toolkit.translate",
                              str(uninterrupted / "best.pt")], input=lines,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     output = result.stdout.split("\n")
-    assert len(output) == 5 and output[4] == ""  # four lines in, four out (and the last \n)
-    assert output[0] and output[1] == "" and output[2] and output[3] == ""
+    assert len(output) == 6 and output[5] == ""  # five lines in, five out (and the last \n)
+    assert output[0] and output[1] == "" and output[2] and output[3] and output[4] == ""
+    assert "line 1" not in result.stderr  # the mark is not read as a word
     assert "line 3: not in the vocabulary, read as <unk>: zebra" in result.stderr
-    assert "line 4: 301 source tokens; the model's positions (max_seq_len 256) leave room for " \
-        "sources of up to 246" in result.stderr
+    assert "line 4" not in result.stderr
+    assert "line 5: 301 source tokens, more than the model's 256 positions" in result.stderr
 
 
 @pytest.mark.slow

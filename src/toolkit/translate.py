@@ -8,8 +8,8 @@ output line, in order: an empty line stays empty, and a sentence the model canno
 than its positions reach) gets an empty line and a note on standard error, so the output
 still lines up with the input. Unknown words are noted there too. It decodes with the paper's
 beam search (beam 4, length penalty 0.6; `--beam-size 1` decodes greedily), each translation
-allowed 10 tokens more than its source, where the paper allows 50: the model's positions
-(`--max-seq-len` in training) bound the source and its translation together.
+allowed 10 tokens more than its source, where the paper allows 50, and never more than the
+model's positions (`--max-seq-len` in training).
 """
 
 import argparse
@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     lines = args.sentences or [line.rstrip("\n") for line in sys.stdin]
+    if lines and lines[0].startswith("\ufeff"):  # a UTF-8 byte-order mark is not a word
+        lines[0] = lines[0][1:]
     limit = saved.config.get("max_seq_len")
     translatable: dict[int, str] = {}
     for number, line in enumerate(lines, start=1):
@@ -65,10 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         if not words:
             continue
         length = len(encode_source(words, saved.src_vocab))
-        if limit is not None and length + EXTRA_LEN > limit:
-            print(f"line {number}: {length} source tokens; the model's positions "
-                  f"(max_seq_len {limit}) leave room for sources of up to {limit - EXTRA_LEN}: "
-                  f"not translated (split it into shorter sentences)", file=sys.stderr)
+        if limit is not None and length > limit:
+            print(f"line {number}: {length} source tokens, more than the model's {limit} "
+                  f"positions (max_seq_len): not translated (split it into shorter sentences)",
+                  file=sys.stderr)
             continue
         unknown = [] if isinstance(saved.src_vocab, SubwordVocab) else \
             saved.src_vocab.unknown(words)
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     with torch.inference_mode():
         outputs = translate(saved.model, list(translatable.values()), saved.src_vocab,
                             saved.tgt_vocab, saved.model.out_proj.weight.device, args.batch_size,
-                            EXTRA_LEN, args.beam_size, args.length_penalty)
+                            EXTRA_LEN, args.beam_size, args.length_penalty, max_len=limit)
     done = dict(zip(translatable, outputs, strict=True))
     for number in range(1, len(lines) + 1):
         print(detokenize(done[number]) if number in done else "", flush=True)
