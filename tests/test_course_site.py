@@ -74,6 +74,9 @@ def test_the_index_lists_every_notebook_in_order_and_only_the_teacher_gets_the_g
 def test_a_progress_bar_shows_its_last_state_as_in_a_terminal():
     written = "training:   0%|  | 0/10\rtraining:  50%|# | 5/10\rtraining: 100%|##| 10/10\ndone\n"
     assert as_a_terminal_shows(written) == "training: 100%|##| 10/10\ndone\n"
+    # tqdm may end its bar with a carriage return: the line keeps what was written before it.
+    assert as_a_terminal_shows("a\rtraining: 100%|##| 10/10\r\ndone") == (
+        "training: 100%|##| 10/10\ndone")
     notebook = executed(MASKING)
     code = next(c for c in notebook["cells"] if c["cell_type"] == "code")
     code["outputs"] = [{"output_type": "stream", "name": "stderr", "text": [written]}]

@@ -55,8 +55,9 @@ def check_executed(notebook: dict, name: str) -> None:
 
 def as_a_terminal_shows(text: str) -> str:
     """A progress bar rewrites its line with carriage returns; Jupyter shows the last write
-    only, and so should the page (else every update of a tqdm bar is a line of its own)."""
-    return "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+    only, and so should the page (else every update of a tqdm bar is a line of its own). A
+    line that ends in a carriage return keeps the write before it, as a terminal shows."""
+    return "\n".join(line.rstrip("\r").rsplit("\r", 1)[-1] for line in text.split("\n"))
 
 
 def for_the_site(notebook: dict, name: str, student: bool) -> dict:
