@@ -50,6 +50,21 @@ def test_loading_never_unpickles_code(saved, monkeypatch):
     assert calls and all(kwargs.get("weights_only") is True for kwargs in calls)
 
 
+def test_loading_reads_the_file_onto_the_cpu_and_moves_only_the_model(saved, monkeypatch):
+    """last.pt also holds Adam's moments (twice the weights): translating on a GPU must not
+    carry them onto it. Read on the CPU, the model alone goes where it is asked."""
+    calls = []
+    original = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: calls.append(k) or original(*a, **k))
+    moved = []
+    original_to = torch.nn.Module.to
+    monkeypatch.setattr(torch.nn.Module, "to", lambda self, *a, **k: moved.append(a) or
+                        original_to(self, *a, **k))
+    load_checkpoint(saved[1], device="meta")
+    assert [kwargs.get("map_location") for kwargs in calls] == ["cpu"]
+    assert ("meta",) in moved
+
+
 def test_a_truncated_checkpoint_says_so(saved):
     path = saved[1]
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])

@@ -82,7 +82,9 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Che
     """Rebuild the saved model and vocabularies, or say plainly why this file cannot be one."""
     path = Path(path)
     try:
-        payload = torch.load(path, map_location=device, weights_only=True)
+        # Read onto the CPU: a run's last.pt also holds Adam's moments and the random states,
+        # which only resuming needs; the model alone goes to the device, at the end.
+        payload = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise
     except Exception as err:  # torch reports a damaged file in several ways; name them all
