@@ -65,6 +65,22 @@ def test_loading_reads_the_file_onto_the_cpu_and_moves_only_the_model(saved, mon
     assert ("meta",) in moved
 
 
+def test_tied_weights_are_saved_once_even_from_another_device(tmp_path, monkeypatch):
+    """From a GPU every .cpu() is a new copy: three names of one matrix would be written
+    three times. Here .cpu() is made to copy, as a device would."""
+    torch.manual_seed(0)
+    model = stage07.Transformer(len(SRC_VOCAB), len(SRC_VOCAB), embed_dim=16, num_heads=2,
+                                ff_dim=32, tie_embeddings="all")
+    copying = torch.Tensor.cpu
+    monkeypatch.setattr(torch.Tensor, "cpu", lambda self: copying(self).clone())
+    path = save_checkpoint(tmp_path / "tied.pt", model, SRC_VOCAB, SRC_VOCAB)
+    state = torch.load(path, weights_only=True)["state_dict"]
+    tied = [name for name in ("src_embed.weight", "tgt_embed.weight", "out_proj.weight")
+            if name in state]
+    pointers = {state[name].untyped_storage().data_ptr() for name in tied}
+    assert len(tied) >= 2 and len(pointers) == 1
+
+
 def test_a_truncated_checkpoint_says_so(saved):
     path = saved[1]
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])

@@ -37,6 +37,18 @@ class Checkpoint:
     config: dict  # the arguments the model was built with (model.config)
 
 
+def weights_on_cpu(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The model's weights on the CPU, a tied matrix (one tensor under two or three names)
+    copied once, so the file holds it once, as torch.save keeps shared tensors shared."""
+    copies: dict[tuple, torch.Tensor] = {}
+    state = {}
+    for name, tensor in model.state_dict().items():
+        same = (tensor.device, tensor.untyped_storage().data_ptr(), tensor.storage_offset(),
+                tuple(tensor.shape), tensor.stride(), tensor.dtype)
+        state[name] = copies.setdefault(same, tensor.detach().cpu())
+    return state
+
+
 def save_checkpoint(
     path: str | Path, model: nn.Module, src_vocab: Vocab | SubwordVocab,
     tgt_vocab: Vocab | SubwordVocab, training: dict | None = None,
@@ -64,7 +76,7 @@ def save_checkpoint(
         "config": config,
         "src_vocab": vocab_entry(src_vocab),
         "tgt_vocab": vocab_entry(tgt_vocab),
-        "state_dict": {name: t.detach().cpu() for name, t in model.state_dict().items()},
+        "state_dict": weights_on_cpu(model),
     }
     if training is not None:
         payload["training"] = training
