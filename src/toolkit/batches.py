@@ -24,8 +24,13 @@ class Batch(NamedTuple):
     src: torch.Tensor  # (batch, src_len)
     tgt: torch.Tensor  # (batch, tgt_len)
 
-    def to(self, device: torch.device | str) -> "Batch":
-        return Batch(self.src.to(device), self.tgt.to(device))
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
+        return Batch(self.src.to(device, non_blocking=non_blocking),
+                     self.tgt.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> "Batch":
+        """In page-locked memory, from which a copy to a GPU runs while the host goes on."""
+        return Batch(self.src.pin_memory(), self.tgt.pin_memory())
 
 
 def encode_source(tokens: list[str], vocab: Vocab) -> list[int]:

@@ -70,6 +70,18 @@ class World:
             dist.all_reduce(tensor)
         return tensor
 
+    def step_totals(self, total: torch.Tensor, tokens: torch.Tensor, stop_asked: bool
+                    ) -> tuple[torch.Tensor, bool]:
+        """The step's summed loss and target count over every process, and whether any
+        process was asked to stop, in one all-reduce. One process alone reads its own flag:
+        it builds no flag tensor on the device, a host-to-device copy every step."""
+        parts = [total.detach(), tokens.to(total.dtype)]
+        if self.size == 1:
+            return torch.stack(parts), stop_asked
+        flag = torch.tensor(float(stop_asked), device=self.device)
+        totals = self.all_reduce(torch.stack([*parts, flag]))
+        return totals[:2], bool(totals[2] > 0)
+
     def barrier(self) -> None:
         if self.size > 1:
             dist.barrier()
@@ -278,23 +290,21 @@ def run_training(
                ascii=True, ncols=90, mininterval=2.0, file=sys.stderr, disable=not world.main)
     with StopRequests() as stop:
         for step in range(first_step, total_steps + 1):
-            batch = plan.batch(step - 1, world.rank).to(world.device)
+            batch = plan.batch(step - 1, world.rank)
+            if world.device.type == "cuda":  # from page-locked memory the host need not wait
+                batch = batch.pin_memory()
+            batch = batch.to(world.device, non_blocking=True)
             with optimizer.forward_context():
                 scored = stage.objective(replica, batch, generator,
                                          label_smoothing=args.label_smoothing)
-            # The step's summed loss and target count over all processes, and whether any
-            # process was asked to stop, in one all-reduce.
-            totals = world.all_reduce(torch.stack([
-                scored.total.detach(), scored.tokens.to(scored.total.dtype),
-                torch.tensor(float(stop.signal is not None), device=world.device)]))
+            totals, asked = world.step_totals(scored.total, scored.tokens,
+                                              stop.signal is not None)
             # DDP averages gradients over processes; multiplying by their number turns that
             # average into the gradient of the mean over *all* the step's targets.
             lr = optimizer.step(scored.total * world.size / totals[1])
             progress.step = step
-            window.add(totals[:2], len(plan.indices(step - 1)))
-            # All processes stop after the same step, even if only one was signalled; one
-            # process alone reads its own flag without waiting for the device.
-            asked = stop.signal is not None if world.size == 1 else bool(totals[2] > 0)
+            window.add(totals, len(plan.indices(step - 1)))
+            # All processes stop after the same step, even if only one was signalled.
             if asked:
                 stopped_by = world.largest(stop.signal or 0)
                 with window.excluding():
