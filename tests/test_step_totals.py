@@ -26,3 +26,21 @@ def test_several_processes_stop_together_when_any_is_asked(monkeypatch):
     monkeypatch.setattr(training_run.World, "all_reduce", all_reduce)
     totals, asked = World(size=2).step_totals(torch.tensor(6.0), torch.tensor(3), False)
     assert asked is True and totals.tolist() == [12.0, 6.0]
+
+
+def test_a_resume_reads_the_random_state_of_its_own_device_only():
+    """Older runs kept every visible GPU's state; a machine with fewer GPUs must get a clear
+    message, not an IndexError (the logic, on CPU: no GPU state is set before the check)."""
+    from toolkit.checkpoints import CheckpointError
+    from toolkit.run_state import random_streams, restore_random_streams
+
+    generator = torch.Generator().manual_seed(0)
+    streams = random_streams(generator, torch.device("cpu"))
+    assert set(streams) == {"torch", "objective"}  # no GPU stream from a CPU run
+    older = {**streams, "cuda": [torch.zeros(8, dtype=torch.uint8)]}
+    try:
+        restore_random_streams(older, generator, torch.device("cuda", 1))
+    except CheckpointError as err:
+        assert "kept the random state of 1 GPUs" in str(err)
+    else:
+        raise AssertionError("a missing GPU state must be refused")

@@ -23,22 +23,33 @@ from toolkit.training import PaperOptimizer
 from toolkit.vocab import Vocab
 
 
-def random_streams(generator: torch.Generator) -> dict[str, torch.Tensor | list]:
-    """The state of every random stream training reads."""
+def random_streams(generator: torch.Generator, device: torch.device | None = None,
+                   ) -> dict[str, torch.Tensor | list]:
+    """The state of every random stream training reads: on a GPU, the state of this process's
+    own device only, so a resume on a machine with fewer GPUs visible still finds it."""
     streams = {"torch": torch.get_rng_state(), "objective": generator.get_state()}
-    if torch.cuda.is_available():
-        streams["cuda"] = torch.cuda.get_rng_state_all()
-    if torch.backends.mps.is_available():
+    if device is not None and device.type == "cuda":
+        streams["cuda"] = torch.cuda.get_rng_state(device)
+    if device is not None and device.type == "mps":
         streams["mps"] = torch.mps.get_rng_state()
     return streams
 
 
-def restore_random_streams(streams: dict, generator: torch.Generator) -> None:
+def restore_random_streams(streams: dict, generator: torch.Generator,
+                           device: torch.device | None = None) -> None:
     torch.set_rng_state(streams["torch"])
     generator.set_state(streams["objective"])
-    if "cuda" in streams and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(streams["cuda"])
-    if "mps" in streams and torch.backends.mps.is_available():
+    if "cuda" in streams and device is not None and device.type == "cuda":
+        state = streams["cuda"]
+        if isinstance(state, list):  # as older runs wrote it: every GPU's state, in order
+            index = device.index or 0
+            if index >= len(state):
+                raise CheckpointError(f"this checkpoint kept the random state of {len(state)} "
+                                      f"GPUs and this process trains on GPU {index}: resume on "
+                                      f"as many GPUs as the run used")
+            state = state[index]
+        torch.cuda.set_rng_state(state, device)
+    if "mps" in streams and device is not None and device.type == "mps":
         torch.mps.set_rng_state(streams["mps"])
 
 

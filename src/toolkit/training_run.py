@@ -256,7 +256,7 @@ def run_training(
         check_same_run(saved["training"], settings, fingerprint, world.size, last)
         model.load_state_dict(saved["state_dict"])
         restore_optimizer(optimizer, saved["training"]["optimizer"])
-        restore_random_streams(saved["training"]["random"][world.rank], generator)
+        restore_random_streams(saved["training"]["random"][world.rank], generator, world.device)
         progress = Progress(**saved["training"]["progress"])
         del saved  # a second copy of the weights
         if progress.step >= total_steps:
@@ -273,7 +273,7 @@ def run_training(
         nonlocal start
         progress.seconds += time.perf_counter() - start
         start = time.perf_counter()
-        streams = world.gather(random_streams(generator))  # every process takes part
+        streams = world.gather(random_streams(generator, world.device))  # every process
         if world.main and scheduled and args.average_last:
             keep_for_averaging(model, data, args.output, progress.step, args.average_last)
         if world.main:
