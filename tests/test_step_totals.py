@@ -1,9 +1,12 @@
 """One all-reduce per step carries the loss, the target count and the stop flag; one process
 alone builds no flag on the device (tested on CPU: the logic, not a GPU's timing)."""
 
+import pytest
 import torch
 
 from toolkit import training_run
+from toolkit.checkpoints import CheckpointError
+from toolkit.run_state import random_streams, restore_random_streams
 from toolkit.training_run import World
 
 
@@ -31,16 +34,9 @@ def test_several_processes_stop_together_when_any_is_asked(monkeypatch):
 def test_a_resume_reads_the_random_state_of_its_own_device_only():
     """Older runs kept every visible GPU's state; a machine with fewer GPUs must get a clear
     message, not an IndexError (the logic, on CPU: no GPU state is set before the check)."""
-    from toolkit.checkpoints import CheckpointError
-    from toolkit.run_state import random_streams, restore_random_streams
-
     generator = torch.Generator().manual_seed(0)
     streams = random_streams(generator, torch.device("cpu"))
     assert set(streams) == {"torch", "objective"}  # no GPU stream from a CPU run
     older = {**streams, "cuda": [torch.zeros(8, dtype=torch.uint8)]}
-    try:
+    with pytest.raises(CheckpointError, match="kept the random state of 1 GPUs"):
         restore_random_streams(older, generator, torch.device("cuda", 1))
-    except CheckpointError as err:
-        assert "kept the random state of 1 GPUs" in str(err)
-    else:
-        raise AssertionError("a missing GPU state must be refused")
