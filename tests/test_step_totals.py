@@ -40,3 +40,15 @@ def test_a_resume_reads_the_random_state_of_its_own_device_only():
     older = {**streams, "cuda": [torch.zeros(8, dtype=torch.uint8)]}
     with pytest.raises(CheckpointError, match="kept the random state of 1 GPUs"):
         restore_random_streams(older, generator, torch.device("cuda", 1))
+
+
+def test_the_leader_lets_the_others_through_even_when_it_fails(monkeypatch):
+    """A corpus error on the first process must not leave the others waiting at the barrier
+    (they meet the same error and say it themselves)."""
+    from toolkit.sources import CorpusError
+
+    passed = []
+    monkeypatch.setattr(training_run.dist, "barrier", lambda: passed.append("barrier"))
+    with pytest.raises(CorpusError), World(size=2).leader_first():
+        raise CorpusError("a bad line")
+    assert passed == ["barrier"]

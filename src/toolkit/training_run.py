@@ -108,12 +108,16 @@ class World:
 
     @contextmanager
     def leader_first(self) -> Iterator[None]:
-        """The first process of each machine goes first (a download, a cache); then the rest."""
+        """The first process of each machine goes first (a download, a cache); then the rest.
+        If the first one fails (a corpus error), the others are still let through, to meet
+        the same error and say it themselves, rather than wait or die on a closed connection."""
         if self.size > 1 and self.local_rank != 0:
             dist.barrier()
-        yield
-        if self.size > 1 and self.local_rank == 0:
-            dist.barrier()
+        try:
+            yield
+        finally:
+            if self.size > 1 and self.local_rank == 0:
+                dist.barrier()
 
 
 RUN_FILES = ("last.pt", "best.pt", "averaged.pt", "log.csv", "chart.png")  # and step-N.pt
