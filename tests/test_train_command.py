@@ -271,3 +271,16 @@ def test_translate_hands_its_beam_and_alpha_to_the_search(uninterrupted, monkeyp
     assert command.main([checkpoint, "--beam-size", "3", "--length-penalty", "1.5", "Hi."]) == 0
     assert asked == [(4, 0.6), (3, 1.5)]
     capsys.readouterr()
+
+
+@pytest.mark.slow
+def test_average_last_after_a_stop_before_any_kept_step_says_so_and_succeeds(tmp_path):
+    """Early stopping can end a run before its first --save-every step: nothing to average,
+    which is worth a note, not a failed run."""
+    result = run(single(*TINY, "--steps", "40", "--eval-every", "1", "--patience", "1",
+                        "--save-every", "50", "--average-last", "2",
+                        "--output", str(tmp_path / "run")))
+    assert result.returncode == 0, result.stderr
+    assert "no step-N.pt was kept before the run ended at step" in result.stderr
+    assert (tmp_path / "run" / "last.pt").exists()
+    assert not (tmp_path / "run" / "averaged.pt").exists()

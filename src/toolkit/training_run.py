@@ -344,8 +344,13 @@ def run_training(
     bar.close()
     averaged = None
     if world.main and args.average_last and stopped_by is None:
-        averaged = kept_steps(args.output, progress.step)
-        average_checkpoints(averaged, args.output / "averaged.pt")
+        averaged = kept_steps(args.output, progress.step) or None
+        if averaged:
+            average_checkpoints(averaged, args.output / "averaged.pt")
+        else:  # an early stop before the first --save-every step: the run itself is fine
+            print(f"no step-N.pt was kept before the run ended at step {progress.step} (one "
+                  f"is kept every --save-every {args.save_every} steps): averaged.pt not "
+                  f"written", file=sys.stderr)
     return RunResult(model, data, progress, progress.step - first_step + 1, window.pairs,
                      window.training_seconds(), stopped_by, early_stop, averaged)
 
