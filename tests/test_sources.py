@@ -386,3 +386,16 @@ def test_a_folder_needs_one_train_file(tmp_path):
     write_tsv(folder / "train.tsv", ("en", "de"), pairs(30, start=50))
     with pytest.raises(CorpusError, match="train.jsonl and train.tsv: keep one file per split"):
         load_corpus(str(folder))
+
+
+def test_given_vocabularies_are_used_as_they_are_and_nothing_is_trained(monkeypatch):
+    """A resumed run reads its vocabularies from last.pt: training BPE again would cost time
+    on every process, and a newer `tokenizers` could learn other merges."""
+    from toolkit import data as data_module
+
+    first = load_data(tokenizer="bpe", vocab_size=120, shared_vocab=True)
+    monkeypatch.setattr(data_module, "build_vocabularies",
+                        lambda *a, **k: pytest.fail("vocabularies were built again"))
+    again = load_data(tokenizer="bpe", vocab_size=120, shared_vocab=True,
+                      vocabularies=(first.src_vocab, first.tgt_vocab))
+    assert again.src_vocab is first.src_vocab and again.train == first.train

@@ -118,9 +118,7 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Che
         )
     if not str(payload["stage"]).startswith("stages."):
         raise CheckpointError(f"{path} names {payload['stage']!r}, which is not a stage module")
-    src_vocab = _vocab_from(payload["src_vocab"], path)
-    tgt_vocab = (src_vocab if payload["tgt_vocab"] == payload["src_vocab"]  # one shared vocabulary
-                 else _vocab_from(payload["tgt_vocab"], path))
+    src_vocab, tgt_vocab = vocabularies_from(payload, path)
     stage = importlib.import_module(payload["stage"])
     config = payload["config"]
     if (config.get("src_vocab_size"), config.get("tgt_vocab_size")) != (
@@ -135,6 +133,15 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Che
             f"{config}: {err}"
         ) from err
     return Checkpoint(model.to(device).eval(), src_vocab, tgt_vocab, config)
+
+
+def vocabularies_from(payload: dict, path: Path) -> tuple[Vocab | SubwordVocab,
+                                                          Vocab | SubwordVocab]:
+    """The source and target vocabularies a checkpoint holds (one object when shared)."""
+    src_vocab = _vocab_from(payload["src_vocab"], path)
+    tgt_vocab = (src_vocab if payload["tgt_vocab"] == payload["src_vocab"]  # one shared vocabulary
+                 else _vocab_from(payload["tgt_vocab"], path))
+    return src_vocab, tgt_vocab
 
 
 def vocab_entry(vocab: Vocab | SubwordVocab) -> dict:

@@ -49,6 +49,7 @@ def load_data(
     config: str | None = None, tokenizer: str = "word", vocab_size: int | None = None,
     shared_vocab: bool = False, max_len: int | None = None, max_train_pairs: int | None = None,
     dedupe: bool = False, seed: int = 0,
+    vocabularies: tuple[Vocab | SubwordVocab, Vocab | SubwordVocab] | None = None,
 ) -> CourseData:
     """Build vocabularies from the training split only, so test words can really be unknown.
 
@@ -58,10 +59,12 @@ def load_data(
     `shared_vocab` the vocabularies (`vocab_size` counts the special tokens; BPE defaults to
     8,000); `max_len` drops every pair with a side longer than that many tokens once encoded,
     <bos> and <eos> included, so all pairs fit a model built with `max_seq_len=max_len`.
+    `vocabularies` (source, target) are used as given instead of built: a resumed run reads
+    the ones its checkpoint saved, so it never trains BPE again.
     """
     splits = load_corpus(source, src_lang=src_lang, tgt_lang=tgt_lang, config=config,
                          max_train_pairs=max_train_pairs, dedupe=dedupe, seed=seed)
-    src_vocab, tgt_vocab = build_vocabularies(
+    src_vocab, tgt_vocab = vocabularies or build_vocabularies(
         splits["train"], src_lang, tgt_lang, tokenizer, vocab_size, shared_vocab)
     encoded = {split: encode_pairs(rows, src_vocab, tgt_vocab, src_lang, tgt_lang)
                for split, rows in splits.items()}

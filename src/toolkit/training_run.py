@@ -31,7 +31,7 @@ from stages import stage07_multi_head as stage
 from toolkit.averaging import average_checkpoints
 from toolkit.batch_plan import BatchPlan
 from toolkit.batches import loader
-from toolkit.checkpoints import save_checkpoint
+from toolkit.checkpoints import save_checkpoint, vocabularies_from
 from toolkit.data import CourseData, load_data
 from toolkit.decoding import translate
 from toolkit.metrics import bleu
@@ -236,9 +236,14 @@ def run_training(
     autocast = PRECISIONS[args.precision][1]
     if autocast == torch.float16 and world.device.type == "cpu":
         raise SystemExit("--precision fp16 needs a GPU; on CPU use --precision bf16")
-    # Every process loads the corpus; one says what its filters removed.
+    last = args.output / "last.pt"
+    saved = load_run_state(last) if args.resume else None
+    # Every process loads the corpus; one says what its filters removed. A resumed run reads
+    # its vocabularies from last.pt rather than train them again.
+    vocabularies = vocabularies_from(saved, last) if saved is not None else None
     with world.leader_first(), contextlib.redirect_stdout(sys.stdout if world.main else None):
-        data = load_data(args.corpus, args.src_lang, args.tgt_lang, **data_settings(args))
+        data = load_data(args.corpus, args.src_lang, args.tgt_lang, **data_settings(args),
+                         vocabularies=vocabularies)
     pairs = data.train[: args.train_pairs] if args.train_pairs else data.train
     plan = BatchPlan(pairs, args.batch_size, args.max_tokens, args.seed, world.size)
     # Rounded first: 0.1 epoch of 30 steps is 3 steps, not ceil(3.0000000000000004) = 4.
@@ -254,9 +259,7 @@ def run_training(
     optimizer = PaperOptimizer(replica, args.lr, args.warmup_steps, args.schedule, args.betas,
                                args.eps, autocast=autocast)
     progress = Progress()
-    last = args.output / "last.pt"
-    if args.resume:
-        saved = load_run_state(last)
+    if saved is not None:
         check_same_run(saved["training"], settings, fingerprint, world.size, last)
         model.load_state_dict(saved["state_dict"])
         restore_optimizer(optimizer, saved["training"]["optimizer"])
