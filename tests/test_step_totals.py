@@ -52,3 +52,24 @@ def test_the_leader_lets_the_others_through_even_when_it_fails(monkeypatch):
     with pytest.raises(CorpusError), World(size=2).leader_first():
         raise CorpusError("a bad line")
     assert passed == ["barrier"]
+
+
+def test_the_data_fingerprint_streams_its_pickle_and_keeps_its_value(monkeypatch):
+    """The same hash as before (a resumed run still matches its checkpoint), computed without
+    holding the whole pickle in memory."""
+    import hashlib
+    import json
+    import pickle
+
+    from toolkit import run_state
+    from toolkit.checkpoints import vocab_entry
+    from toolkit.vocab import Vocab
+
+    vocab = Vocab.build([["a", "b", "c"]])
+    pairs = [([4, 5, 3], [2, 6, 3]), ([5, 3], [2, 4, 4, 3])] * 50
+    expected = hashlib.sha256()
+    for side in (vocab, vocab):
+        expected.update(json.dumps(vocab_entry(side), sort_keys=True).encode())
+    expected.update(pickle.dumps(list(pairs), protocol=5))
+    monkeypatch.setattr(run_state.pickle, "dumps", lambda *a, **k: pytest.fail("whole pickle"))
+    assert run_state.data_fingerprint(vocab, vocab, pairs) == expected.hexdigest()

@@ -73,8 +73,17 @@ def data_fingerprint(
     digest = hashlib.sha256()
     for vocab in (src_vocab, tgt_vocab):
         digest.update(json.dumps(vocab_entry(vocab), sort_keys=True).encode())
-    digest.update(pickle.dumps(list(pairs), protocol=5))
+    # Pickled straight into the hash, frame by frame: the same bytes as pickle.dumps, without
+    # holding them all (about 1.5 GB for 4.5 million pairs, on every process).
+    pickle.Pickler(_Hashing(digest), protocol=5).dump(list(pairs))
     return digest.hexdigest()
+
+
+class _Hashing:
+    """A file that only feeds what is written to it into a hash."""
+
+    def __init__(self, digest: "hashlib._Hash"):
+        self.write = digest.update
 
 
 def load_run_state(path: Path) -> dict:
