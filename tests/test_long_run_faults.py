@@ -1,5 +1,5 @@
-"""One all-reduce per step carries the loss, the target count and the stop flag; one process
-alone builds no flag on the device (tested on CPU: the logic, not a GPU's timing)."""
+"""The long-run path, tested on CPU where its faults would show on a GPU or across processes:
+the logic, with stand-ins for the device and the process group, not a GPU's timing."""
 
 import pytest
 import torch
