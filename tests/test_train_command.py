@@ -284,3 +284,21 @@ def test_average_last_after_a_stop_before_any_kept_step_says_so_and_succeeds(tmp
     assert "no step-N.pt was kept before the run ended at step" in result.stderr
     assert (tmp_path / "run" / "last.pt").exists()
     assert not (tmp_path / "run" / "averaged.pt").exists()
+
+
+@pytest.mark.slow
+def test_best_pt_is_written_after_the_last_pt_of_its_step(tmp_path, monkeypatch):
+    """Killed between the two, a run resumes from a last.pt that already names that step
+    best, and writes best.pt again from it; the other order could leave a best.pt that the
+    resumed run's record does not know."""
+    from toolkit import train as train_command
+    from toolkit import training_run
+
+    written = []
+    original = training_run.save_checkpoint
+    monkeypatch.setattr(training_run, "save_checkpoint",
+                        lambda path, *a, **k: written.append(path.name) or original(path, *a, **k))
+    assert train_command.main([*TINY, "--steps", "20", "--eval-every", "5",
+                               "--output", str(tmp_path / "run")]) == 0
+    bests = [i for i, name in enumerate(written) if name == "best.pt"]
+    assert bests and all(i > 0 and written[i - 1] == "last.pt" for i in bests)

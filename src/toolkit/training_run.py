@@ -266,6 +266,8 @@ def run_training(
         restore_random_streams(saved["training"]["random"][world.rank], generator, world.device)
         progress = Progress(**saved["training"]["progress"])
         del saved  # a second copy of the weights
+        if world.main and progress.best_step == progress.step:  # best.pt may not be written
+            save_checkpoint(args.output / "best.pt", model, data.src_vocab, data.tgt_vocab)
         if progress.step >= total_steps:
             raise ValueError(f"{last} is at step {progress.step} already: give --steps (or "
                              f"--epochs) beyond it to train on")
@@ -292,7 +294,7 @@ def run_training(
     sample = evaluation_sample(data, args.eval_sentences, args.seed)
     start = time.perf_counter()
     first_step, window = progress.step + 1, Window()
-    stopped_by, early_stop = None, False
+    stopped_by, early_stop, new_best = None, False, False
     bar = tqdm(total=total_steps, initial=progress.step, desc="training", unit="step",
                ascii=True, ncols=90, mininterval=2.0, file=sys.stderr, disable=not world.main)
     with StopRequests() as stop:
@@ -326,19 +328,23 @@ def run_training(
                         row |= evaluate_during_training(model, data, sample, world.device)
                         early_stop = record_evaluation(progress, row["val_bleu"], args.patience,
                                                     step)
-                        if progress.best_step == step:
-                            save_checkpoint(args.output / "best.pt", model, data.src_vocab,
-                                            data.tgt_vocab)
                     early_stop = world.any(early_stop)
+                    new_best = world.any(world.main and progress.best_step == step)
             if row and world.main:
                 log.add(step=step, epoch=plan.epoch_of(step - 1), lr=lr, **row)
                 if "val_bleu" in row:
                     with window.excluding():
                         log.draw()
             scheduled = step % args.save_every == 0 or step == total_steps
-            if scheduled or early_stop:
+            if scheduled or early_stop or new_best:
                 with window.excluding():
                     save(scheduled)
+                    # best.pt after last.pt: a run killed between the two resumes from a
+                    # last.pt that names this step best, and writes best.pt from it again.
+                    if new_best and world.main:
+                        save_checkpoint(args.output / "best.pt", model, data.src_vocab,
+                                        data.tgt_vocab)
+            new_best = False
             bar.update()
             if "loss" in row:
                 bar.set_postfix(loss=f"{row['loss']:.3f}", refresh=False)
