@@ -145,6 +145,63 @@ def test_a_hub_id_fails_at_once_offline_and_says_what_to_use(monkeypatch):
     assert 'load_corpus("builtin")' in message and "corpus file" in message
 
 
+def test_a_name_that_may_be_a_folder_says_which_folder_was_looked_for(monkeypatch):
+    """"mydata/corpus" is a Hub id or a relative folder: a user who meant the folder must
+    learn that it is not there, not only that the Hub is away."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(CorpusUnavailable, match="meant as a folder on this machine, there is "
+                                                "none at /.*mydata/corpus"):
+        load_data("mydata/corpus")
+
+
+class Answered:
+    """A stand-in for the Hub answering about a dataset with an error of its own."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def dataset_info(self, *args, **kwargs):
+        raise self.error
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    ("RepositoryNotFoundError", "the Hub has no dataset some-org/typo"),
+    ("GatedRepoError", "some-org/typo is gated on the Hub"),
+])
+def test_a_hub_that_answers_no_is_not_called_unreachable(monkeypatch, error, said):
+    import httpx2
+
+    from toolkit import sources
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    response = httpx2.Response(404, request=httpx2.Request("GET", "https://huggingface.co"))
+    raised = getattr(sources, error)("no such dataset", response=response)
+    monkeypatch.setattr(sources, "HfApi", lambda: Answered(raised))
+    with pytest.raises(CorpusError, match=said):
+        load_data("some-org/typo")
+
+
+class Found:
+    """A stand-in for the Hub that has the dataset."""
+
+    def dataset_info(self, *args, **kwargs):
+        return None
+
+
+def test_a_hub_dataset_without_a_train_split_says_so(monkeypatch):
+    from toolkit import sources
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(sources, "HfApi", Found)
+    only_test = datasets.DatasetDict({"test": datasets.Dataset.from_dict(
+        {"translation": [{"en": "a", "de": "b"}]})})
+    monkeypatch.setattr(sources.datasets, "load_dataset", lambda *a, **k: only_test)
+    with pytest.raises(CorpusError, match="has no train split, only test"):
+        load_data("some-org/test-only")
+
+
 def test_umlauts_quotes_and_words_pandas_calls_missing_load_unchanged(tmp_path):
     folder = tmp_path / "corpus"
     folder.mkdir()

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from huggingface_hub import HfApi, constants
-from huggingface_hub.errors import HTTPError
+from huggingface_hub.errors import GatedRepoError, HTTPError, RepositoryNotFoundError
 
 OPUS100 = "Helsinki-NLP/opus-100"
 HUB_TIMEOUT_SECONDS = 5
@@ -297,7 +297,15 @@ def _unavailable(name: str, reason: str) -> CorpusUnavailable:
     return CorpusUnavailable(
         f"The Hugging Face Hub is unreachable ({reason}), so {name} cannot be loaded. "
         'Use the built-in corpus instead: load_corpus() or load_corpus("builtin"), '
-        "or a corpus file on this machine.")
+        f"or a corpus file on this machine.{_if_a_folder(name)}")
+
+
+def _if_a_folder(name: str) -> str:
+    """A Hub id and a relative folder look alike ("mydata/corpus"): name the folder looked for."""
+    if "/" not in name:
+        return ""
+    return (f" If {name} is meant as a folder on this machine, there is none at "
+            f"{Path(name).resolve()}.")
 
 
 def _load_hub(name: str, config: str | None) -> datasets.DatasetDict:
@@ -306,12 +314,22 @@ def _load_hub(name: str, config: str | None) -> datasets.DatasetDict:
         raise _unavailable(name, "HF_HUB_OFFLINE is set")
     try:
         HfApi().dataset_info(name, timeout=HUB_TIMEOUT_SECONDS)
+    except GatedRepoError as err:  # reached, and it answered: not an unreachable Hub
+        raise CorpusError(f"{name} is gated on the Hub: accept its terms on its page, then log "
+                          f"in with `hf auth login`") from err
+    except RepositoryNotFoundError as err:
+        raise CorpusError(f"the Hub has no dataset {name} (or it is private): check the "
+                          f"name.{_if_a_folder(name)}") from err
     except (OSError, HTTPError) as err:
         raise _unavailable(name, f"{type(err).__name__}: {err}") from err
     try:
-        return datasets.load_dataset(name, config)
+        splits = datasets.load_dataset(name, config)
     except ConnectionError as err:
         raise _unavailable(name, str(err)) from err
+    if "train" not in splits:
+        raise CorpusError(f"{name} ({config}) has no train split, only {', '.join(splits)}: "
+                          f"give a corpus with one, or a local folder with train.jsonl")
+    return splits
 
 
 # --- Filters and carved splits -------------------------------------------------------------
