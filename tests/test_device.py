@@ -30,3 +30,15 @@ def test_the_chosen_accelerator_really_computes():
     device = pick_device()
     x = torch.arange(6.0, device=device).reshape(2, 3)
     assert torch.equal((x @ x.T).cpu(), torch.tensor([[5.0, 14.0], [14.0, 50.0]]))
+
+
+def test_a_device_asked_for_by_name_must_be_there(monkeypatch):
+    """One pick_device serves the notebooks ("auto") and the commands (--device): a named
+    device that is missing is an error, never a silent run on the CPU."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert pick_device("cpu").type == "cpu" and pick_device("auto").type == "cpu"
+    with pytest.raises(ValueError, match="--device cuda: no CUDA device is available here"):
+        pick_device("cuda")
+    with pytest.raises(ValueError, match="--device mps: no MPS device"):
+        pick_device("mps")

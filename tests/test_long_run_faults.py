@@ -73,3 +73,16 @@ def test_the_data_fingerprint_streams_its_pickle_and_keeps_its_value(monkeypatch
     expected.update(pickle.dumps(list(pairs), protocol=5))
     monkeypatch.setattr(run_state.pickle, "dumps", lambda *a, **k: pytest.fail("whole pickle"))
     assert run_state.data_fingerprint(vocab, vocab, pairs) == expected.hexdigest()
+
+
+@pytest.mark.slow
+def test_the_translate_command_imports_no_training_machinery():
+    """Translating a line should not wait for datasets, matplotlib and the training loop."""
+    import subprocess
+    import sys
+
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, toolkit.translate; print(sorted(m for m in "
+         "('datasets', 'matplotlib', 'toolkit.training_run') if m in sys.modules))"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

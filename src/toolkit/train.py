@@ -12,18 +12,19 @@ validation BLEU so far), log.csv and chart.png. `make train ARGS="..."` runs the
 
 import sys
 
+from toolkit.device import pick_device
 from toolkit.paths import PROJECT_ROOT
 from toolkit.run_options import build_parser, parse_options
 from toolkit.sources import CorpusUnavailable
-from toolkit.training_run import World, exit_code, pick_device, report, run_training
+from toolkit.training_run import World, exit_code, report, run_training
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser("python -m toolkit.train", __doc__.split("\n")[0],
                           PROJECT_ROOT / "build" / "train")
     args = parse_options(parser, argv)
-    world = World(device=pick_device(args.device))
     try:
+        world = World(device=pick_device(args.device))
         result = run_training(args, world)
     # A corpus, checkpoint or option that does not fit says so (CheckpointError and
     # CorpusError are ValueErrors), without a stack trace from deep inside.

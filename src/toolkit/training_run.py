@@ -172,17 +172,6 @@ class RunResult:
     averaged: list[Path] | None = None  # the checkpoints averaged.pt averages
 
 
-def pick_device(name: str) -> torch.device:
-    """`--device`, checked: a device that is not there is an error, never a silent CPU run."""
-    cuda, mps = torch.cuda.is_available(), torch.backends.mps.is_available()
-    if name == "auto":
-        return torch.device("cuda" if cuda else "mps" if mps else "cpu")
-    if (name == "cuda" and not cuda) or (name == "mps" and not mps):
-        raise SystemExit(f"--device {name}: no {name.upper()} device is available here "
-                         f"(torch {torch.__version__}); use --device cpu or auto")
-    return torch.device(name)
-
-
 def check_output(args: argparse.Namespace, rank: int = 0) -> None:
     """Fail before any training if the folder cannot be written or would lose a run."""
     folder = args.output

@@ -20,9 +20,9 @@ import torch
 from toolkit.batches import encode_source
 from toolkit.checkpoints import CheckpointError, load_checkpoint
 from toolkit.decoding import EXTRA_LEN, PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, translate
+from toolkit.device import pick_device
 from toolkit.subwords import SubwordVocab
 from toolkit.tokens import detokenize, tokenize
-from toolkit.training_run import pick_device
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         saved = load_checkpoint(args.checkpoint, pick_device(args.device))
-    except (CheckpointError, FileNotFoundError) as err:
+    except (CheckpointError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     lines = args.sentences or [line.rstrip("\n") for line in sys.stdin]
