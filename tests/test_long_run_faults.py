@@ -86,3 +86,29 @@ def test_the_translate_command_imports_no_training_machinery():
          "('datasets', 'matplotlib', 'toolkit.training_run') if m in sys.modules))"],
         capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
+
+
+def test_the_translate_command_names_unknown_characters_and_batches_by_length(
+        tmp_path, monkeypatch, capsys):
+    """With subwords, only a character no piece holds becomes <unk>: it is named. And the
+    lines are decoded shortest first, so one long line pads only lines of its own length,
+    yet printed in the order they came."""
+    from stages import stage07_multi_head as stage07
+    from toolkit import translate as command
+    from toolkit.checkpoints import save_checkpoint
+    from toolkit.subwords import SubwordVocab
+
+    vocab = SubwordVocab.train([["the", "dog", "sees", "a", "cat"]] * 20, max_size=40)
+    torch.manual_seed(0)
+    model = stage07.Transformer(len(vocab), len(vocab), embed_dim=16, num_heads=2, ff_dim=32)
+    path = save_checkpoint(tmp_path / "bpe.pt", model, vocab, vocab)
+    batches = []
+    decode = command.translate
+    monkeypatch.setattr(command, "translate", lambda m, sentences, *a, **k: batches.append(
+        sentences) or decode(m, sentences, *a, **k))
+    lines = ["the dog sees the cat a dog sees", "the zoo", "a cat"]
+    assert command.main([str(path), *lines, "--batch-size", "2", "--beam-size", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "line 2: characters not in the vocabulary, read as <unk>: z\n" in err
+    assert batches == [["a cat", "the zoo", "the dog sees the cat a dog sees"]]
+    assert len(out.splitlines()) == 3

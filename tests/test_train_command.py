@@ -218,7 +218,7 @@ def test_translate_keeps_every_line_in_place(uninterrupted):
     assert len(output) == 6 and output[5] == ""  # five lines in, five out (and the last \n)
     assert output[0] and output[1] == "" and output[2] and output[3] and output[4] == ""
     assert "line 1" not in result.stderr  # the mark is not read as a word
-    assert "line 3: not in the vocabulary, read as <unk>: zebra" in result.stderr
+    assert "line 3: words not in the vocabulary, read as <unk>: zebra" in result.stderr
     assert "line 4" not in result.stderr
     assert "line 5: 301 source tokens, more than the model's 256 positions" in result.stderr
 

@@ -31,6 +31,7 @@ class SubwordVocab:
     def __init__(self, tokenizer: Tokenizer):
         self.tokenizer = tokenizer
         self._word_ids: dict[str, list[int]] = {}  # encode_batch's memory: word -> its ids
+        self._characters: set[str] | None = None  # every piece's text, for `unknown`
         if [tokenizer.id_to_token(i) for i in range(len(SPECIALS))] != list(SPECIALS):
             raise ValueError(f"a subword vocabulary must start with {', '.join(SPECIALS)}")
 
@@ -76,6 +77,14 @@ class SubwordVocab:
             self._word_ids.update(zip(new, (e.ids for e in encodings), strict=True))
         table = self._word_ids
         return [[index for word in words for index in table[word]] for words in sentences]
+
+    def unknown(self, tokens: list[str]) -> list[str]:
+        """Name the characters no piece holds: BPE writes any word it never saw, except
+        these, which become <unk> (as `Vocab.unknown` names unseen words)."""
+        if self._characters is None:
+            self._characters = {piece.removeprefix(WORD_START)
+                                for piece in self.tokenizer.get_vocab()} - {""}
+        return sorted({char for word in tokens for char in word} - self._characters)
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         """The subwords themselves, word starts marked with "▁": what the model reads."""

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if lines and lines[0].startswith("\ufeff"):  # a UTF-8 byte-order mark is not a word
         lines[0] = lines[0][1:]
     limit = saved.config.get("max_seq_len")
-    translatable: dict[int, str] = {}
+    translatable: dict[int, tuple[int, str]] = {}  # line number -> (source length, line)
     for number, line in enumerate(lines, start=1):
         words = tokenize(line)
         if not words:
@@ -72,17 +72,21 @@ def main(argv: list[str] | None = None) -> int:
                   f"positions (max_seq_len): not translated (split it into shorter sentences)",
                   file=sys.stderr)
             continue
-        unknown = [] if isinstance(saved.src_vocab, SubwordVocab) else \
-            saved.src_vocab.unknown(words)
+        unknown = saved.src_vocab.unknown(words)  # words, or characters for subwords
         if unknown:
-            print(f"line {number}: not in the vocabulary, read as <unk>: {' '.join(unknown)}",
-                  file=sys.stderr)
-        translatable[number] = line
+            kind = "characters" if isinstance(saved.src_vocab, SubwordVocab) else "words"
+            print(f"line {number}: {kind} not in the vocabulary, read as <unk>: "
+                  f"{' '.join(unknown)}", file=sys.stderr)
+        translatable[number] = (length, line)
+    # Decoded shortest first, so one long line pads only its neighbours in length; printed
+    # in the input's order.
+    order = sorted(translatable, key=lambda number: translatable[number][0])
     with torch.inference_mode():
-        outputs = translate(saved.model, list(translatable.values()), saved.src_vocab,
-                            saved.tgt_vocab, saved.model.out_proj.weight.device, args.batch_size,
-                            EXTRA_LEN, args.beam_size, args.length_penalty, max_len=limit)
-    done = dict(zip(translatable, outputs, strict=True))
+        outputs = translate(saved.model, [translatable[number][1] for number in order],
+                            saved.src_vocab, saved.tgt_vocab,
+                            saved.model.out_proj.weight.device, args.batch_size, EXTRA_LEN,
+                            args.beam_size, args.length_penalty, max_len=limit)
+    done = dict(zip(order, outputs, strict=True))
     for number in range(1, len(lines) + 1):
         print(detokenize(done[number]) if number in done else "", flush=True)
     return 0
