@@ -261,7 +261,7 @@ def test_translate_hands_its_beam_and_alpha_to_the_search(uninterrupted, monkeyp
 
     asked = []
 
-    def spy(model, sentences, *args):
+    def spy(model, sentences, *args, **kwargs):
         asked.append(args[-2:])  # (beam_size, length_penalty)
         return [[] for _ in sentences]
 
