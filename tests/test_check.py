@@ -82,15 +82,6 @@ def stack_unchained(encoder_layers, decoder_layers, x, y, padding, future):
     return y
 
 
-def stack_with_masks(encoder_layers, decoder_layers, x, y, padding, future):
-    """Chained right, with whatever masks it is handed."""
-    for layer in encoder_layers:
-        x = layer(x, padding)
-    for layer in decoder_layers:
-        y = layer(y, x, padding, future)
-    return y
-
-
 def stack_same_index(encoder_layers, decoder_layers, x, y, padding, future):
     """Decoder layer l reads encoder layer l, not the final encoder output."""
     memories = []
@@ -185,9 +176,9 @@ WRONG = [
     ("rotation", [lambda k, d: torch.eye(d)], "must rotate by the angle"),
     ("stack", [stack_unchained], "encoder layer 1 did not receive the output of encoder layer 0"),
     ("stack", [stack_same_index], "decoder layer 0 reads the output of encoder layer 0"),
-    ("stack", [lambda e, d, x, y, padding, future: stack_with_masks(
+    ("stack", [lambda e, d, x, y, padding, future: run_stack(
         e, d, x, y, padding, torch.zeros_like(future))], "decoder layer 0 did not get the causal"),
-    ("stack", [lambda e, d, x, y, padding, future: stack_with_masks(
+    ("stack", [lambda e, d, x, y, padding, future: run_stack(
         e, d, x, y, torch.zeros_like(padding), future)], "encoder layer 0 did not get the source"),
     ("parameters_per_layer", [lambda d: 9 * d * d], "biases are missing"),
     ("parameters_per_layer", [lambda d: 3 * (d * d + d)], "that is one attention"),
