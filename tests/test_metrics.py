@@ -1,5 +1,7 @@
 """Scores must come from sacreBLEU with its signature, and exact match must be strict."""
 
+import importlib.util
+
 import pytest
 import sacrebleu
 
@@ -60,6 +62,16 @@ def test_bleu_uses_the_tokeniser_the_target_language_needs():
     assert as_zh.score > as_13a.score
     scored = bleu(hypotheses, references, tgt_lang="zh")
     assert scored.score == pytest.approx(as_zh.score) and "tok:zh" in scored.signature
+
+
+def test_japanese_without_mecab_is_scored_by_characters_and_says_so(capsys):
+    """sacreBLEU's ja and ko tokenisers need MeCab, an optional extra: without it a score
+    must still come, by characters, with a signature that says so."""
+    if importlib.util.find_spec("MeCab") is not None:
+        pytest.skip("MeCab is installed: sacreBLEU's own ja tokeniser is used")
+    scored = bleu(["テストです。"], ["テストです。"], tgt_lang="ja")
+    assert scored.score == pytest.approx(100.0) and "tok:char" in scored.signature
+    assert "scoring by characters instead" in capsys.readouterr().err
 
 
 def test_chrf_is_reported_beside_bleu_with_its_signature():

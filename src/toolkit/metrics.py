@@ -1,5 +1,6 @@
 """Scores for translations: exact match (strict) and corpus BLEU (lenient), per phenomenon."""
 
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +33,13 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str], tgt_lang: str = "
     the raw reference strings, with the tokeniser the target language needs (13a; Chinese,
     Japanese and Korean have their own)."""
     _check_texts(hypotheses, references)
-    metric = BLEU(trg_lang=tgt_lang)
+    try:
+        metric = BLEU(trg_lang=tgt_lang)
+    except RuntimeError:  # Japanese and Korean need MeCab, an optional extra of sacreBLEU
+        print(f"BLEU for {tgt_lang!r} wants sacreBLEU's MeCab tokeniser (pip install "
+              f"'sacrebleu[ja]' or 'sacrebleu[ko]'); scoring by characters instead (tok:char "
+              f"in the signature)", file=sys.stderr)
+        metric = BLEU(tokenize="char")
     result = metric.corpus_score(list(hypotheses), [list(references)])
     return CorpusScore(result.score, str(metric.get_signature()))
 
