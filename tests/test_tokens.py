@@ -5,29 +5,9 @@ import unicodedata
 
 import pytest
 import regex
+from multilingual import SAMPLE
 
 from toolkit.tokens import detokenize, tokenize
-
-# One or more sentences per script or case the word level must survive, written here.
-SAMPLE = {
-    "German": "Das Mädchen läuft schnell über die Straße.",
-    "German, decomposed": unicodedata.normalize("NFD", "Das Mädchen läuft über die Straße."),
-    "French": "L'élève n'a pas vu l'herbe, n'est-ce pas ?",
-    "Russian": "Съешь же ещё этих мягких французских булок.",
-    "Greek": "Η γρήγορη καφέ αλεπού πηδά πάνω από τον σκύλο.",
-    "Arabic": "العَرَبِيَّة لغة جميلة، أليس كذلك؟",
-    "Hebrew": "עִבְרִית היא שפה שמית.",
-    "Hindi": "हिन्दी भारत की एक भाषा है।",
-    "Thai": "ภาษาไทย ง่ายนิดเดียว",
-    "Chinese": "我们今天去公园散步。",
-    "Japanese": "日本語の文章です。ありがとう！",
-    "Korean": "한국어 문장입니다. 감사합니다!",
-    "emoji": "Great job 👍🏽 🇩🇪 👨‍👩‍👧!",
-    "quotes": "\"Yes,\" she said, «oui» and „ja“.",
-    "apostrophes": "I don't know; it's Tom's.",
-    "decimals": "It costs 3.5% more, about 1,250.75 euros.",
-    "URL": "See https://example.org/a-b?x=1 for more.",
-}
 
 
 def boundaries(text: str, pieces: list[str]) -> set[int]:
@@ -63,3 +43,10 @@ def test_the_built_in_corpus_round_trips_exactly():
     for text in ["Der Hund sieht die Katze.", "Zwei und siebzig Hunde schlafen, weil es regnet.",
                  "Oft zeigt der Mann dem Kind die Lampe, wenn das Mädchen schläft."]:
         assert detokenize(tokenize(text)) == text
+
+
+@pytest.mark.xfail(strict=True, reason='detokenize spaces quotes: " hello " (subwords do not)')
+def test_quotes_come_back_unspaced_after_detokenize():
+    """The word level's known loss, which the built-in corpus never meets: its quotes."""
+    sentence = 'The boy says "hello" to the old man.'
+    assert detokenize(tokenize(sentence)) == sentence

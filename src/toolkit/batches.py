@@ -11,7 +11,6 @@ import torch
 from torch.utils.data import DataLoader
 
 from toolkit.buckets import TokenBudgetSampler, pair_lengths
-from toolkit.tokens import tokenize
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 EncodedPair = tuple[list[int], list[int]]
@@ -70,7 +69,8 @@ def _encode_chunk(
     tgt_lang: str,
 ) -> list[EncodedPair]:
     """One chunk, every sentence checked for words before any id is made."""
-    sides = [[tokenize(text) for text in texts(chunk, lang)] for lang in (src_lang, tgt_lang)]
+    sides = [[vocab.split(text) for text in texts(chunk, lang)]
+             for vocab, lang in ((src_vocab, src_lang), (tgt_vocab, tgt_lang))]
     if not all(all(side) for side in sides):
         raise ValueError("cannot encode an empty sentence: give at least one word")
     return [

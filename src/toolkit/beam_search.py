@@ -35,7 +35,6 @@ from toolkit.batches import encode_source, pad
 from toolkit.cached_decoding import CachedRun
 from toolkit.decoding import PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY
 from toolkit.stage_api import forward_batch, restoring_mode
-from toolkit.tokens import tokenize
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 
@@ -233,7 +232,7 @@ def sentence_log_probs(
     scores: list[float] = []
     with restoring_mode(model, training=False):
         for start in range(0, len(sources), batch_size):
-            src = pad([encode_source(tokenize(sentence), src_vocab)
+            src = pad([encode_source(src_vocab.split(sentence), src_vocab)
                        for sentence in sources[start : start + batch_size]]).to(device)
             framed = pad([[BOS_ID, *tgt_vocab.encode(words), EOS_ID]
                           for words in translations[start : start + batch_size]]).to(device)

@@ -8,7 +8,6 @@ from toolkit.batches import ENCODE_CHUNK, EncodedPair, encode_pairs, texts
 from toolkit.corpus import load_corpus
 from toolkit.sources import CorpusError
 from toolkit.subwords import SubwordVocab
-from toolkit.tokens import tokenize
 from toolkit.vocab import Vocab
 
 TOKENIZERS = ("word", "bpe")  # the course's word-level Vocab, or byte-pair-encoded subwords
@@ -30,8 +29,9 @@ class CourseData:
         return [row[self.src_lang] for row in self.splits[split]["translation"]]
 
     def references(self, split: str) -> list[list[str]]:
-        """The references as tokens, the form exact match compares."""
-        return [tokenize(text) for text in self.reference_texts(split)]
+        """The references as the target vocabulary's tokens: words and punctuation for the
+        word level, whitespace words for subwords."""
+        return [self.tgt_vocab.split(text) for text in self.reference_texts(split)]
 
     def reference_texts(self, split: str) -> list[str]:
         """The references as written, the form BLEU and chrF compare."""
@@ -81,13 +81,14 @@ def build_vocabularies(
     """One vocabulary per language, or one for both sides (the paper's shared BPE)."""
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZERS)}")
-    build = Vocab.build if tokenizer == "word" else SubwordVocab.train
+    build, split = ((Vocab.build, Vocab.split) if tokenizer == "word"
+                    else (SubwordVocab.train, SubwordVocab.split))
     rows = train.with_format("arrow")
 
     def words(*langs: str):  # a generator, so a million sentences never sit in memory as words
         for lang in langs:
             for start in range(0, len(rows), ENCODE_CHUNK):
-                yield from (tokenize(text) for text in texts(rows[start : start + ENCODE_CHUNK],
+                yield from (split(text) for text in texts(rows[start : start + ENCODE_CHUNK],
                                                               lang))
 
     if shared:

@@ -7,7 +7,6 @@ from torch import nn
 
 from toolkit.batches import encode_source, pad
 from toolkit.stage_api import forward_batch, restoring_mode
-from toolkit.tokens import tokenize
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 # The course decodes greedily, each translation at most EXTRA_LEN tokens longer than its
@@ -112,7 +111,7 @@ def translate(
                     f"translate takes sentences as text (str), got {type(sentence).__name__} "
                     f"{sentence!r}: pass the sentence itself, not its ids or tokens"
                 )
-            tokens = tokenize(sentence)
+            tokens = src_vocab.split(sentence)
             if not tokens:
                 raise ValueError(f"cannot translate an empty sentence (got {sentence!r})")
             encoded.append(encode_source(tokens, src_vocab))

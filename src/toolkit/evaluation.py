@@ -8,7 +8,6 @@ from toolkit.corpus import HELD_OUT_TAG
 from toolkit.data import CourseData
 from toolkit.decoding import EXTRA_LEN, PAPER_LENGTH_PENALTY, translate
 from toolkit.metrics import Report, score
-from toolkit.tokens import tokenize
 
 
 def evaluate(
@@ -25,7 +24,7 @@ def evaluate(
     sources = data.sources(split)
     positions = getattr(model, "config", {}).get("max_seq_len")  # None: no position limit
     takes = [i for i, sentence in enumerate(sources) if positions is None
-             or len(encode_source(tokenize(sentence), data.src_vocab)) <= positions]
+             or len(encode_source(data.src_vocab.split(sentence), data.src_vocab)) <= positions]
     if len(takes) < len(sources):
         print(f"{len(sources) - len(takes):,} of {len(sources):,} {split} sentences are longer "
               f"than the model's {positions} positions: each is scored as an empty translation")
@@ -35,6 +34,7 @@ def evaluate(
     hypotheses: list[list[str]] = [[] for _ in sources]
     for index, words in zip(takes, translated, strict=True):
         hypotheses[index] = words
-    report = score(hypotheses, data.reference_texts(split), data.phenomena(split),
+    texts = [data.tgt_vocab.join(words) for words in hypotheses]
+    report = score(texts, data.reference_texts(split), data.phenomena(split),
                    apart=HELD_OUT_TAG, tgt_lang=data.tgt_lang)
     return report, hypotheses

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU, CHRF
 
-from toolkit.tokens import detokenize, tokenize
+from toolkit.tokens import tokenize
 
 
 def exact_match(hypotheses: Sequence[list[str]], references: Sequence[list[str]]) -> float:
@@ -56,8 +56,8 @@ def _check_texts(hypotheses: Sequence[str], references: Sequence[str]) -> None:
     """Scores compare strings: tokens passed by mistake would be scored as nonsense, silently."""
     for name, texts in (("hypotheses", hypotheses), ("references", references)):
         if any(not isinstance(text, str) for text in texts):
-            raise TypeError(f"BLEU and chrF take {name} as strings (detokenised text); join "
-                            f"tokens with toolkit.tokens.detokenize first")
+            raise TypeError(f"scores take {name} as strings (text as written); join a "
+                            f"translation's tokens with its vocabulary's join first")
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
 
@@ -89,32 +89,34 @@ class Report:
 
 
 def score(
-    hypotheses: Sequence[list[str]],
+    hypotheses: Sequence[str],
     references: Sequence[str],
     phenomena: Sequence[Sequence[str]] | None = None,
     apart: str | None = None,
     tgt_lang: str = "de",
 ) -> Report:
-    """Score translations (tokens) against the raw reference strings; with phenomenon tags,
-    also report exact match for each tag.
+    """Score translations against the raw reference strings, both as text; with phenomenon
+    tags, also report exact match for each tag.
 
-    Exact match compares tokens with the reference's tokens; BLEU and chrF compare the
-    detokenised translation with the reference as written. Sentences tagged `apart` (the
-    held-out combinations) count for that tag alone, so each other phenomenon is scored on
-    ordinary sentences and generalisation gets its own row.
+    BLEU and chrF compare the texts as they are. Exact match compares them word for word
+    (`toolkit.tokens.tokenize` on both sides), so only spacing around punctuation is
+    forgiven. Sentences tagged `apart` (the held-out combinations) count for that tag alone,
+    so each other phenomenon is scored on ordinary sentences and generalisation gets its
+    own row.
     """
+    _check_texts(hypotheses, references)
+    words = [tokenize(hypothesis) for hypothesis in hypotheses]
     tokens = [tokenize(reference) for reference in references]
     groups: dict[str, list[int]] = defaultdict(list)
     for index, tags in enumerate(phenomena or []):
         for tag in [apart] if apart in tags else tags:
             groups[tag].append(index)
     per_phenomenon = {
-        tag: exact_match([hypotheses[i] for i in indices], [tokens[i] for i in indices])
+        tag: exact_match([words[i] for i in indices], [tokens[i] for i in indices])
         for tag, indices in sorted(groups.items())
     }
-    texts = [detokenize(hypothesis) for hypothesis in hypotheses]
-    scored, characters = bleu(texts, references, tgt_lang), chrf(texts, references)
+    scored, characters = bleu(hypotheses, references, tgt_lang), chrf(hypotheses, references)
     return Report(
-        exact_match(hypotheses, tokens), scored.score, scored.signature, len(references),
+        exact_match(words, tokens), scored.score, scored.signature, len(references),
         per_phenomenon, characters.score, characters.signature,
     )

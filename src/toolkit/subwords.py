@@ -6,19 +6,23 @@ paper's choice) starts from characters and learns to merge the most frequent nei
 pair, again and again, until the vocabulary has the size you asked for. Frequent words end
 up whole, rare ones as a few pieces, so almost any word can be written down.
 
-As in the classic pipeline (words first, then BPE inside each word), `SubwordVocab` reads
-the words `toolkit.tokens.tokenize` makes and never merges across them: `encode` takes a
-list of words and `decode` gives a list of words back, exactly as `Vocab` does, so batches,
-decoding and BLEU work unchanged. A piece that starts a word carries the marker "▁"
-(`tokenizers`' Metaspace, as in SentencePiece); `pieces` shows them.
+Subwords read the text as written, so what goes in as a string comes out as the same string:
+`split` cuts only at whitespace, and the tokenizer's own pipeline does the rest. Its
+normalizer puts text in NFC; its pre-tokenizer (Metaspace, as in SentencePiece) marks each
+word's first piece with "▁" and then sets punctuation apart, so no merge crosses a word or
+glues a comma to it; its decoder turns every "▁" back into the space it stood for and joins
+the rest, so "l'herbe" and "3.5%" come back as written, not as "l ' herbe" and "3. 5 %".
+`encode` takes a list of whitespace words and `decode` gives one back, as `Vocab` does with
+its tokens, so batches and decoding work unchanged; `join` makes the text.
 """
 
 from collections import Counter
 from collections.abc import Iterable
 from itertools import chain
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from toolkit.tokens import split_words
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK
 
 WORD_START = "▁"  # U+2581, marks a piece that begins a word
@@ -62,6 +66,17 @@ class SubwordVocab:
     def __len__(self) -> int:
         return self.tokenizer.get_vocab_size()
 
+    @staticmethod
+    def split(text: str) -> list[str]:
+        """Whitespace words, punctuation still attached: the tokenizer sets it apart itself
+        and its decoder puts it back (`toolkit.tokens.split_words`)."""
+        return split_words(text)
+
+    @staticmethod
+    def join(words: list[str]) -> str:
+        """The words `decode` gave, with the spaces between them: the text as written."""
+        return " ".join(words)
+
     def encode(self, tokens: list[str]) -> list[int]:
         """A word the vocabulary never saw becomes pieces; only an unseen character is <unk>."""
         return self.tokenizer.encode(tokens, is_pretokenized=True).ids
@@ -91,28 +106,28 @@ class SubwordVocab:
         return [self.tokenizer.id_to_token(int(index)) for index in ids]
 
     def decode(self, ids: Iterable[int]) -> list[str]:
-        """Join pieces back into words, up to <eos>: the same output `Vocab.decode` gives."""
-        words: list[str] = []
+        """Read a model's output up to <eos> with the tokenizer's own decoder, which puts every
+        space and punctuation mark back where it was; an unseen character stays "<unk>"."""
+        kept = []
         for index in ids:
             index = int(index)
             if index == EOS_ID:
                 break
-            if index in (PAD_ID, BOS_ID):
-                continue
-            piece = self.tokenizer.id_to_token(index)
-            if piece.startswith(WORD_START) or not words:
-                words.append(piece.removeprefix(WORD_START))
-            else:
-                words[-1] += piece
-        return [word for word in words if word]  # a lone "▁" whose character was <unk>
-
+            if index not in (PAD_ID, BOS_ID):
+                kept.append(index)
+        return split_words(self.tokenizer.decode(kept, skip_special_tokens=False))
 
 def _train_bpe(lines: list[str], size: int, alphabet: list[str] | None = None) -> Tokenizer:
-    """BPE over words joined by spaces; with `alphabet`, every other character is <unk>."""
+    """BPE over text as written; with `alphabet`, every other character is <unk>."""
     tokenizer = Tokenizer(models.BPE(unk_token=UNK))
+    tokenizer.normalizer = normalizers.NFC()
     # Metaspace splits at the spaces and marks each word's first piece, so no merge ever
-    # crosses two words.
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(WORD_START, prepend_scheme="always")
+    # crosses two words; Punctuation then isolates each mark ("l'herbe": "▁l", "'", "herbe"),
+    # so "Haus," and "Haus" share their pieces.
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(WORD_START, prepend_scheme="always"),
+        pre_tokenizers.Punctuation("isolated"),
+    ])
     tokenizer.decoder = decoders.Metaspace(WORD_START, prepend_scheme="always")
     # Characters given as initial_alphabet are always kept; limiting the alphabet to exactly
     # them drops all others (left to limit_alphabet alone, ties in count would be dropped in

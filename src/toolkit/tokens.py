@@ -1,4 +1,5 @@
-"""Word-level tokenisation shared by the corpus, the vocabulary and BLEU."""
+"""Where text meets tokens: the word-level split and its inverse, and the whitespace split
+that subwords read (each vocabulary's `split` and `join` use one pair)."""
 
 import re
 import unicodedata
@@ -24,3 +25,9 @@ def detokenize(tokens: list[str]) -> str:
     text = " ".join(tokens)
     text = _SPACE_BEFORE_PUNCT.sub(r"\1", text)
     return _SPACED_HYPHEN.sub("-", text)
+
+
+def split_words(text: str) -> list[str]:
+    """Split only at whitespace, after NFC, so `" ".join` gives the text back: what a subword
+    vocabulary reads, leaving punctuation to its own pre-tokenizer and decoder."""
+    return unicodedata.normalize("NFC", text).split()

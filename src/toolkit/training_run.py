@@ -47,7 +47,6 @@ from toolkit.run_state import (
     restore_random_streams,
 )
 from toolkit.stage_api import count_parameters
-from toolkit.tokens import detokenize
 from toolkit.training import PaperOptimizer, evaluate_loss
 
 
@@ -429,7 +428,7 @@ def evaluate_during_training(
         sources, references = data.sources("validation"), data.reference_texts("validation")
         hypotheses = translate(model, [sources[i] for i in sample], data.src_vocab,
                                data.tgt_vocab, device)
-        score = bleu([detokenize(words) for words in hypotheses],
+        score = bleu([data.tgt_vocab.join(words) for words in hypotheses],
                      [references[i] for i in sample], data.tgt_lang).score
     return {"val_loss": val_loss, "val_bleu": score}
 

@@ -22,7 +22,6 @@ from toolkit.checkpoints import CheckpointError, load_checkpoint
 from toolkit.decoding import EXTRA_LEN, PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, translate
 from toolkit.device import pick_device
 from toolkit.subwords import SubwordVocab
-from toolkit.tokens import detokenize, tokenize
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -63,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     limit = saved.config.get("max_seq_len")
     translatable: dict[int, tuple[int, str]] = {}  # line number -> (source length, line)
     for number, line in enumerate(lines, start=1):
-        words = tokenize(line)
+        words = saved.src_vocab.split(line)
         if not words:
             continue
         length = len(encode_source(words, saved.src_vocab))
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                             args.beam_size, args.length_penalty, max_len=limit)
     done = dict(zip(order, outputs, strict=True))
     for number in range(1, len(lines) + 1):
-        print(detokenize(done[number]) if number in done else "", flush=True)
+        print(saved.tgt_vocab.join(done[number]) if number in done else "", flush=True)
     return 0
 
 

@@ -3,6 +3,8 @@
 from collections import Counter
 from collections.abc import Iterable
 
+from toolkit.tokens import detokenize, tokenize
+
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(len(SPECIALS))
@@ -36,6 +38,16 @@ class Vocab:
 
     def __len__(self) -> int:
         return len(self.itos)
+
+    @staticmethod
+    def split(text: str) -> list[str]:
+        """Words and punctuation apart, each a token of its own (`toolkit.tokens.tokenize`)."""
+        return tokenize(text)
+
+    @staticmethod
+    def join(tokens: list[str]) -> str:
+        """Text a reader would write, for display and for BLEU (`toolkit.tokens.detokenize`)."""
+        return detokenize(tokens)
 
     def encode(self, tokens: list[str]) -> list[int]:
         """Unknown words become <unk> instead of failing, so any sentence can be translated."""
