@@ -16,6 +16,7 @@ from toolkit.checkpoints import load_checkpoint
 from toolkit.data import load_data
 from toolkit.decoding import translate
 from toolkit.metrics import bleu
+from toolkit.paths import EXAMPLES
 from toolkit.run_log import read_log
 from toolkit.run_options import EXTRA_LEN
 from toolkit.tokens import detokenize
@@ -302,3 +303,21 @@ def test_best_pt_is_written_after_the_last_pt_of_its_step(tmp_path, monkeypatch)
                                "--output", str(tmp_path / "run")]) == 0
     bests = [i for i, name in enumerate(written) if name == "best.pt"]
     assert bests and all(i > 0 and written[i - 1] == "last.pt" for i in bests)
+
+
+@pytest.mark.slow
+def test_a_chinese_corpus_goes_through_end_to_end_as_text(tmp_path):
+    """From a folder of TSV files through BPE, training, BLEU with the Chinese tokeniser and
+    the translate command: a sentence the model learnt comes back with its own punctuation
+    (full-width quotes and question mark, no space anywhere)."""
+    trained = run(single("--corpus", str(EXAMPLES / "en-zh"), "--tgt-lang", "zh",
+                         "--tokenizer", "bpe", "--vocab-size", "150", "--steps", "400",
+                         "--batch-size", "16", "--warmup-steps", "100", "--eval-every", "100",
+                         "--output", str(tmp_path)))
+    assert trained.returncode == 0, trained.stderr
+    assert "tok:zh" in trained.stdout and "on 6 validation sentences" in trained.stdout
+    translated = run([sys.executable, "-m", "toolkit.translate", str(tmp_path / "last.pt"),
+                      '"Where is the dog?" asked the girl.', "The zebra sleeps."])
+    assert translated.returncode == 0, translated.stderr
+    assert translated.stdout.splitlines()[0] == "“狗在哪里？”女孩问。"
+    assert "line 2: characters not in the vocabulary, read as <unk>: z" in translated.stderr

@@ -4,3 +4,4 @@ from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BENCHMARK_RESULTS = PROJECT_ROOT / "benchmarks" / "results.json"  # written by `make bench`
+EXAMPLES = PROJECT_ROOT / "assets" / "examples"  # small corpora written for the course

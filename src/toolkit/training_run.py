@@ -169,6 +169,8 @@ class RunResult:
     stopped_by: int | None = None  # the signal that stopped it, if one did
     early_stopped: bool = False
     averaged: list[Path] | None = None  # the checkpoints averaged.pt averages
+    bleu_signature: str = ""  # sacreBLEU's, for the validation BLEU it reports
+    bleu_sentences: int = 0  # validation sentences each BLEU was computed on
 
 
 def check_output(args: argparse.Namespace, rank: int = 0) -> None:
@@ -282,7 +284,7 @@ def run_training(
     sample = evaluation_sample(data, args.eval_sentences, args.seed)
     start = time.perf_counter()
     first_step, window = progress.step + 1, Window()
-    stopped_by, early_stop, new_best = None, False, False
+    stopped_by, early_stop, new_best, signature = None, False, False, ""
     bar = tqdm(total=total_steps, initial=progress.step, desc="training", unit="step",
                ascii=True, ncols=90, mininterval=2.0, file=sys.stderr, disable=not world.main)
     with StopRequests() as stop:
@@ -313,7 +315,9 @@ def run_training(
             if evaluate_now:
                 with window.excluding():
                     if world.main:
-                        row |= evaluate_during_training(model, data, sample, world.device)
+                        scores = evaluate_during_training(model, data, sample, world.device)
+                        signature = scores.pop("bleu_signature")
+                        row |= scores
                         early_stop = record_evaluation(progress, row["val_bleu"], args.patience,
                                                     step)
                     early_stop = world.any(early_stop)
@@ -349,7 +353,8 @@ def run_training(
                   f"is kept every --save-every {args.save_every} steps): averaged.pt not "
                   f"written", file=sys.stderr)
     return RunResult(model, data, progress, progress.step - first_step + 1, window.pairs,
-                     window.training_seconds(), stopped_by, early_stop, averaged)
+                     window.training_seconds(), stopped_by, early_stop, averaged, signature,
+                     len(sample))
 
 
 def keep_for_averaging(
@@ -428,9 +433,9 @@ def evaluate_during_training(
         sources, references = data.sources("validation"), data.reference_texts("validation")
         hypotheses = translate(model, [sources[i] for i in sample], data.src_vocab,
                                data.tgt_vocab, device)
-        score = bleu([data.tgt_vocab.join(words) for words in hypotheses],
-                     [references[i] for i in sample], data.tgt_lang).score
-    return {"val_loss": val_loss, "val_bleu": score}
+        scored = bleu([data.tgt_vocab.join(words) for words in hypotheses],
+                      [references[i] for i in sample], data.tgt_lang)
+    return {"val_loss": val_loss, "val_bleu": scored.score, "bleu_signature": scored.signature}
 
 
 def record_evaluation(progress: Progress, score: float, patience: int, step: int) -> bool:
@@ -453,6 +458,9 @@ def report(result: RunResult, args: argparse.Namespace, world: World) -> list[st
     if progress.best_bleu is not None:
         lines.append(f"best validation BLEU {progress.best_bleu:.1f} at step "
                      f"{progress.best_step}: {args.output / 'best.pt'}")
+        if result.bleu_signature:  # none when this invocation evaluated nothing (a resume)
+            lines.append(f"  on {result.bleu_sentences:,} validation sentences; BLEU "
+                         f"signature: {result.bleu_signature}")
     if result.averaged:
         steps = ", ".join(str(int(path.stem.split("-")[1])) for path in result.averaged)
         lines.append(f"averaged the checkpoints of steps {steps}: "
