@@ -9,7 +9,7 @@ INSTALLED := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 # What the notebooks run (the site's own builder is not part of it).
 SOURCES := $(shell find src -name '*.py' -not -path 'src/course_site/*') \
-           $(wildcard assets/data/*.jsonl)
+           $(wildcard assets/data/*.jsonl assets/examples/*/*.tsv)
 EXECUTED := build/notebooks/.executed
 MATHJAX := build/mathjax/node_modules/mathjax/es5/tex-chtml.js
 
