@@ -297,7 +297,7 @@ def breakdown(sample: Path, vocab_size: int) -> dict:
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     from toolkit.batches import collector_paused
-    from toolkit.sources import prepare_splits
+    from toolkit.splits import prepare_splits
     from toolkit.subwords import WORD_START
     from toolkit.tokens import tokenize
     from toolkit.vocab import BOS_ID, EOS_ID, SPECIALS, UNK

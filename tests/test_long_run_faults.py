@@ -4,10 +4,10 @@ the logic, with stand-ins for the device and the process group, not a GPU's timi
 import pytest
 import torch
 
-from toolkit import training_run
+from toolkit import world
 from toolkit.checkpoints import CheckpointError
 from toolkit.run_state import random_streams, restore_random_streams
-from toolkit.training_run import World
+from toolkit.world import World
 
 
 def test_one_process_reads_its_own_flag_and_builds_no_flag_tensor(monkeypatch):
@@ -26,7 +26,7 @@ def test_several_processes_stop_together_when_any_is_asked(monkeypatch):
         other = torch.tensor([6.0, 3.0, 1.0])
         return tensor + other
 
-    monkeypatch.setattr(training_run.World, "all_reduce", all_reduce)
+    monkeypatch.setattr(World, "all_reduce", all_reduce)
     totals, asked = World(size=2).step_totals(torch.tensor(6.0), torch.tensor(3), False)
     assert asked is True and totals.tolist() == [12.0, 6.0]
 
@@ -45,10 +45,10 @@ def test_a_resume_reads_the_random_state_of_its_own_device_only():
 def test_the_leader_lets_the_others_through_even_when_it_fails(monkeypatch):
     """A corpus error on the first process must not leave the others waiting at the barrier
     (they meet the same error and say it themselves)."""
-    from toolkit.sources import CorpusError
+    from toolkit.corpus_errors import CorpusError
 
     passed = []
-    monkeypatch.setattr(training_run.dist, "barrier", lambda: passed.append("barrier"))
+    monkeypatch.setattr(world.dist, "barrier", lambda: passed.append("barrier"))
     with pytest.raises(CorpusError), World(size=2).leader_first():
         raise CorpusError("a bad line")
     assert passed == ["barrier"]

@@ -10,8 +10,9 @@ import pytest
 from huggingface_hub import constants
 
 from toolkit.corpus import load_corpus
+from toolkit.corpus_errors import CorpusError, CorpusUnavailable
 from toolkit.data import load_data
-from toolkit.sources import CorpusError, CorpusUnavailable, hub_offline
+from toolkit.hub import hub_offline
 from toolkit.tokens import tokenize
 from toolkit.vocab import BOS_ID, EOS_ID
 
@@ -170,14 +171,15 @@ class Answered:
 ])
 def test_a_hub_that_answers_no_is_not_called_unreachable(monkeypatch, error, said):
     import httpx2
+    from huggingface_hub import errors
 
-    from toolkit import sources
+    from toolkit import hub
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     response = httpx2.Response(404, request=httpx2.Request("GET", "https://huggingface.co"))
-    raised = getattr(sources, error)("no such dataset", response=response)
-    monkeypatch.setattr(sources, "HfApi", lambda: Answered(raised))
+    raised = getattr(errors, error)("no such dataset", response=response)
+    monkeypatch.setattr(hub, "HfApi", lambda: Answered(raised))
     with pytest.raises(CorpusError, match=said):
         load_data("some-org/typo")
 
@@ -190,14 +192,14 @@ class Found:
 
 
 def test_a_hub_dataset_without_a_train_split_says_so(monkeypatch):
-    from toolkit import sources
+    from toolkit import hub
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(sources, "HfApi", Found)
+    monkeypatch.setattr(hub, "HfApi", Found)
     only_test = datasets.DatasetDict({"test": datasets.Dataset.from_dict(
         {"translation": [{"en": "a", "de": "b"}]})})
-    monkeypatch.setattr(sources.datasets, "load_dataset", lambda *a, **k: only_test)
+    monkeypatch.setattr(hub.datasets, "load_dataset", lambda *a, **k: only_test)
     with pytest.raises(CorpusError, match="has no train split, only test"):
         load_data("some-org/test-only")
 

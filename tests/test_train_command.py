@@ -17,10 +17,10 @@ from toolkit.data import load_data
 from toolkit.decoding import translate
 from toolkit.metrics import bleu
 from toolkit.paths import EXAMPLES
+from toolkit.run_evaluation import evaluation_sample
 from toolkit.run_log import read_log
 from toolkit.run_options import EXTRA_LEN
 from toolkit.tokens import detokenize
-from toolkit.training_run import evaluation_sample
 
 STEPS = 60
 

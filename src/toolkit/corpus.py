@@ -27,9 +27,12 @@ from pathlib import Path
 
 import datasets
 
+from toolkit.corpus_errors import CorpusUnavailable as CorpusUnavailable  # raised by load_corpus
+from toolkit.corpus_files import no_progress_bars
 from toolkit.grammar import NounPhrase, Sentence, noun_phrases, phenomena, random_sentence, render
-from toolkit.sources import CorpusUnavailable as CorpusUnavailable  # raised by load_corpus
-from toolkit.sources import no_progress_bars, prepare_splits, read_source
+from toolkit.sources import read_source
+from toolkit.splits import SPLITS as SPLITS  # the corpus files' names, as loaders expect
+from toolkit.splits import prepare_splits
 
 SEED = 20170612  # the day "Attention Is All You Need" appeared on arXiv
 TRAIN_SIZE = 50_000
@@ -42,7 +45,6 @@ HELD_OUT_PAIRS = frozenset(
 HELD_OUT_NUMBERS = range(71, 80)
 HELD_OUT_TAG = "held_out"
 
-SPLITS = ("train", "validation", "test")
 DATA_DIR = Path(__file__).resolve().parents[2] / "assets" / "data"
 
 # --- Generating the built-in corpus ------------------------------------------------------
@@ -141,7 +143,7 @@ def load_corpus(
 
     "opus100" loads opus100 from the Hub; a path loads a local JSONL or TSV file or folder;
     any other name is a Hugging Face dataset id, with its `config`. The filters are
-    `toolkit.sources.prepare_splits`.
+    `toolkit.splits.prepare_splits`.
     """
     if source == "builtin":
         files = {split: str(Path(data_dir) / f"{split}.jsonl") for split in SPLITS}

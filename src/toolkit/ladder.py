@@ -47,7 +47,8 @@ TABLE_END = "<!-- end of ladder table -->"
 TRAINING_CODE = ("tokens", "vocab", "batches", "data", "stage_api", "objectives", "training",
                  "recipes", "decoding", "cached_decoding", "metrics", "evaluation")
 # Runs on data other than load_data()'s default also depend on the code that reads it.
-REAL_TEXT_CODE = ("corpus", "sources", "subwords", "buckets")
+REAL_TEXT_CODE = ("corpus", "sources", "corpus_errors", "corpus_files", "hub", "splits",
+                  "subwords", "buckets")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import pickle
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -21,6 +22,17 @@ from toolkit.checkpoints import FORMAT, CheckpointError, vocab_entry
 from toolkit.subwords import SubwordVocab
 from toolkit.training import PaperOptimizer
 from toolkit.vocab import Vocab
+
+
+@dataclass
+class Progress:
+    """Where the run is: saved in every checkpoint, restored on resume."""
+
+    step: int = 0
+    best_bleu: float | None = None
+    best_step: int | None = None
+    evaluations_since_best: int = 0
+    seconds: float = 0.0
 
 
 def random_streams(generator: torch.Generator, device: torch.device | None = None,

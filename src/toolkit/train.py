@@ -12,11 +12,13 @@ validation BLEU so far), log.csv and chart.png. `make train ARGS="..."` runs the
 
 import sys
 
+from toolkit.corpus_errors import CorpusUnavailable
 from toolkit.device import pick_device
 from toolkit.paths import PROJECT_ROOT
 from toolkit.run_options import build_parser, parse_options
-from toolkit.sources import CorpusUnavailable
-from toolkit.training_run import World, exit_code, report, run_training
+from toolkit.run_report import exit_code, report
+from toolkit.training_run import run_training
+from toolkit.world import World
 
 
 def main(argv: list[str] | None = None) -> int:

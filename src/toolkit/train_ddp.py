@@ -42,10 +42,12 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from toolkit.corpus_errors import CorpusUnavailable
 from toolkit.paths import PROJECT_ROOT
 from toolkit.run_options import build_parser, parse_options
-from toolkit.sources import CorpusUnavailable
-from toolkit.training_run import World, exit_code, report, run_training
+from toolkit.run_report import exit_code, report
+from toolkit.training_run import run_training
+from toolkit.world import World
 
 LAUNCH = "torchrun --standalone --nproc-per-node 2 -m toolkit.train_ddp"
 
