@@ -76,10 +76,12 @@ notebook-times: $(INSTALLED)
 
 quick: $(INSTALLED)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 	$(UNIT_TESTS) -m "not slow"
 
 unit: $(INSTALLED)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 	$(UNIT_TESTS) --durations=15
 
 # Plant each bug of toolkit/mutations.py in a temporary copy of the code and run the tests

@@ -42,8 +42,8 @@ import torch
 from stages import stage07_multi_head as stage
 from toolkit.batches import Batch
 from toolkit.cached_decoding import cached_greedy_decode
-from toolkit.decoding import greedy_decode, greedy_loop
 from toolkit.from_torch_nn import TorchNNTranslator, load_nn_transformer
+from toolkit.greedy import greedy_decode, greedy_loop
 from toolkit.sdpa import use_sdpa
 from toolkit.stage_api import keeping_attention, restoring_mode
 from toolkit.training import PaperOptimizer

@@ -38,7 +38,7 @@ def test_the_catalogue_covers_every_classic_bug_in_every_stage_where_it_can_occu
     assert stages_with(8, "doubled-exponent") == {f"stage0{n}" for n in range(4, 8)}
     assert stages_with(11, "one-decoder-layer") == {f"stage0{n}" for n in range(5, 8)}
     assert {m.module for m in CATALOGUE if m.bug in (3, 9, 12, 13)} == {
-        "toolkit.batches", "toolkit.objectives", "toolkit.decoding", "toolkit.cached_decoding",
+        "toolkit.batches", "toolkit.objectives", "toolkit.greedy", "toolkit.cached_decoding",
         "toolkit.vocab"}
 
 

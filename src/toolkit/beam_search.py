@@ -33,9 +33,10 @@ from torch import nn
 
 from toolkit.batches import encode_source, pad
 from toolkit.cached_decoding import CachedRun
-from toolkit.decoding import PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY
 from toolkit.stage_api import forward_batch, restoring_mode
 from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+
+PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY = 4, 0.6  # Vaswani et al. (2017), §6.1
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import inspect
 import torch
 from torch import nn
 
-from toolkit.decoding import greedy_loop
+from toolkit.greedy import greedy_loop
 from toolkit.stage_api import restoring_mode
 from toolkit.vocab import PAD_ID
 
@@ -123,7 +123,7 @@ class CachedRun:
 def cached_greedy_decode(
     model: nn.Module, src: torch.Tensor, max_len: int | torch.Tensor
 ) -> list[list[int]]:
-    """Same contract as `toolkit.decoding.greedy_decode`, for stage-07 models."""
+    """Same contract as `toolkit.greedy.greedy_decode`, for stage-07 models."""
     limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
     if src.size(0) == 0:
         return []

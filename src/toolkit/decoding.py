@@ -1,4 +1,6 @@
-"""Greedy decoding: translate by repeatedly appending the most likely next token."""
+"""Translate sentences: text in, tokens out, with the fastest decoder that gives the tokens
+asked for (greedy, `toolkit.greedy`; on the KV cache, `toolkit.cached_decoding`; or the
+paper's beam search, `toolkit.beam_search`)."""
 
 from collections.abc import Callable, Sequence
 
@@ -6,74 +8,19 @@ import torch
 from torch import nn
 
 from toolkit.batches import encode_source, pad
-from toolkit.stage_api import forward_batch, restoring_mode
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+from toolkit.beam_search import PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, beam_decode
+from toolkit.cached_decoding import cached_greedy_decode, supports_cache
+from toolkit.greedy import greedy_decode
+from toolkit.vocab import Vocab
+
+__all__ = ["EXTRA_LEN", "PAPER_BEAM_SIZE", "PAPER_EXTRA_LEN", "PAPER_LENGTH_PENALTY", "decoder",
+           "greedy_decode", "translate"]  # the beam's settings and greedy_decode, where they were
 
 # The course decodes greedily, each translation at most EXTRA_LEN tokens longer than its
 # source; the paper (Vaswani et al., 2017, §6.1) decodes with a beam of 4, the length
 # penalty α = 0.6 and up to 50 extra tokens.
 EXTRA_LEN = 10
-PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, PAPER_EXTRA_LEN = 4, 0.6, 50
-
-
-@torch.no_grad()
-def greedy_decode(
-    model: nn.Module, src: torch.Tensor, max_len: int | torch.Tensor
-) -> list[list[int]]:
-    """Decode a whole batch at once; a sentence stops at <eos> or after its `max_len` tokens.
-
-    `max_len` is one limit for all, or one per sentence, so that a sentence's translation
-    never depends on the length of its neighbours. The model sees the full prefix at every
-    step, so whatever masks a stage builds are rebuilt for the current length.
-    """
-    limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
-    if src.size(0) == 0:
-        return []
-
-    def keep(rows: torch.Tensor) -> None:
-        nonlocal src
-        src = src.index_select(0, rows)
-
-    with restoring_mode(model, training=False):
-        return greedy_loop(lambda tokens, step: forward_batch(model, src, tokens)[:, -1], limits,
-                           keep)
-
-
-NextLogits = Callable[[torch.Tensor, int], torch.Tensor]  # (live rows' tokens, step) -> logits
-Keep = Callable[[torch.Tensor], None]  # (rows that go on,): the caller drops the others' state
-
-
-def greedy_loop(next_logits: NextLogits, limits: torch.Tensor, keep: Keep) -> list[list[int]]:
-    """The loop every greedy decoder shares; `next_logits` says how to score the next token.
-
-    A sentence that ends (at <eos> or at its limit) leaves the batch, as in beam search:
-    `keep(rows)` tells the caller which rows go on, so the model computes only live ones.
-    """
-    found: list[list[int]] = [[] for _ in range(limits.size(0))]
-    live = (limits > 0).nonzero().squeeze(1)  # (live,) each row's sentence in the batch
-    if live.numel() < limits.size(0):
-        keep(live)
-    tokens = torch.full((live.numel(), 1), BOS_ID, dtype=torch.long, device=limits.device)
-    for step in range(int(limits.max()) if live.numel() else 0):
-        next_token = next_logits(tokens, step).argmax(dim=-1)  # (live,)
-        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (live, step + 2)
-        ends = (next_token == EOS_ID) | (limits[live] <= step + 1)  # (live,)
-        if not ends.any():  # the step's one read from the device
-            continue
-        for row, sentence in zip(ends.nonzero().squeeze(1).tolist(), live[ends].tolist(),
-                                 strict=True):
-            found[sentence] = until_eos(tokens[row, 1:].tolist())
-        going = (~ends).nonzero().squeeze(1)  # (still live,)
-        if going.numel() == 0:
-            break
-        tokens, live = tokens[going], live[going]
-        keep(going)
-    return found
-
-
-def until_eos(ids: list[int]) -> list[int]:
-    """Keep the generated ids before <eos>; a sentence cut by its limit has no <eos> or pad."""
-    return ids[: ids.index(EOS_ID)] if EOS_ID in ids else [i for i in ids if i != PAD_ID]
+PAPER_EXTRA_LEN = 50
 
 
 def translate(
@@ -131,10 +78,6 @@ def decoder(
     model: nn.Module, beam_size: int = 1, length_penalty: float = PAPER_LENGTH_PENALTY
 ) -> Decoder:
     """The fastest decoder that gives the asked-for tokens: the KV cache where a stage has one."""
-    # Imported here, not above: both modules build on greedy_loop.
-    from toolkit.beam_search import beam_decode
-    from toolkit.cached_decoding import cached_greedy_decode, supports_cache
-
     if beam_size < 1:
         raise ValueError(f"beam_size must be 1 (greedy) or more, got {beam_size}")
     cached = supports_cache(model)

@@ -45,7 +45,7 @@ TABLE_START = "<!-- ladder table: written by make ladder -->"
 TABLE_END = "<!-- end of ladder table -->"
 # The toolkit modules whose code changes the numbers: data, training, decoding, scoring.
 TRAINING_CODE = ("tokens", "vocab", "batches", "data", "stage_api", "objectives", "training",
-                 "recipes", "decoding", "cached_decoding", "metrics", "evaluation")
+                 "recipes", "decoding", "greedy", "cached_decoding", "metrics", "evaluation")
 # Runs on data other than load_data()'s default also depend on the code that reads it.
 REAL_TEXT_CODE = ("corpus", "sources", "corpus_errors", "corpus_files", "hub", "splits",
                   "subwords", "buckets")

@@ -182,12 +182,12 @@ CATALOGUE: list[Mutation] = [
         ("for _ in range(num_encoder_layers)", "for _ in range(1)")]),
     *_in_stages(11, "one-decoder-layer", STACKED, [
         ("for _ in range(num_decoder_layers)", "for _ in range(1)")]),
-    # The "causal mask not rebuilt as the output grows" form cannot occur in decoding.py:
+    # The "causal mask not rebuilt as the output grows" form cannot occur in greedy.py:
     # every step calls the model on the whole prefix, and the model builds its masks inside
     # forward. Its analogue in the cached decoder is a cache that does not grow.
-    Mutation(12, "stops-when-any-row-ends", "toolkit.decoding", (
+    Mutation(12, "stops-when-any-row-ends", "toolkit.greedy", (
         ("if going.numel() == 0:", "if going.numel() < live.numel():"),)),
-    Mutation(12, "first-row-token-for-all", "toolkit.decoding", (
+    Mutation(12, "first-row-token-for-all", "toolkit.greedy", (
         ("next_logits(tokens, step).argmax(dim=-1)",
          "next_logits(tokens, step)[:1].argmax(dim=-1).expand(live.numel())"),)),
     Mutation(12, "cache-not-grown", "toolkit.cached_decoding", (
