@@ -254,7 +254,7 @@ def test_earlier_stages_translate_with_a_beam_by_rerunning_the_model():
 
 def test_translate_and_evaluate_hand_the_beam_and_alpha_to_the_search(monkeypatch):
     """On the models above alpha may change no translation; it must still reach the search."""
-    import toolkit.beam_search as beam_search_module
+    import toolkit.decoding as decoding_module
     import toolkit.evaluation as evaluation
     from toolkit.data import load_data
 
@@ -264,7 +264,7 @@ def test_translate_and_evaluate_hand_the_beam_and_alpha_to_the_search(monkeypatc
         asked.append((beam_size, alpha, cached, limits.tolist()))
         return [[Hypothesis([], 0.0, 0.0)] for _ in range(src.size(0))]
 
-    monkeypatch.setattr(beam_search_module, "beam_decode", spy)
+    monkeypatch.setattr(decoding_module, "beam_decode", spy)
     sentences, src_vocab, tgt_vocab = sentences_and_vocabularies()
     lengths = [len(encode_source(sentence.split(), src_vocab)) for sentence in sentences]
     for model, cached in [(random_model("small"), True),
