@@ -41,6 +41,42 @@ def test_any_change_to_what_runs_changes_the_fingerprint(edited):
     assert behaviour(edited) != behaviour(CODE)
 
 
+IMPORTING = "from toolkit.vocab import PAD_ID\nimport toolkit.batches as batches\n" + CODE
+
+
+@pytest.mark.parametrize("moved", [
+    IMPORTING.replace("toolkit.vocab", "toolkit.text.vocab"),
+    IMPORTING.replace("toolkit.vocab", ".vocab").replace("toolkit.batches", "toolkit.x.batches"),
+    IMPORTING.replace("from toolkit.vocab", "from ..text.vocab"),
+])
+def test_a_module_moved_to_another_package_keeps_the_fingerprint(tmp_path, moved):
+    (tmp_path / "a.py").write_text(IMPORTING)
+    (tmp_path / "text").mkdir()
+    (tmp_path / "text" / "a.py").write_text(moved)
+    assert code_fingerprint([tmp_path / "a.py"]) == code_fingerprint([tmp_path / "text" / "a.py"])
+
+
+@pytest.mark.parametrize("edited", [
+    IMPORTING.replace("import PAD_ID", "import UNK_ID as PAD_ID"),
+    IMPORTING.replace("toolkit.vocab", "toolkit.subwords"),
+    IMPORTING.replace("as batches", "as buckets"),
+])
+def test_importing_another_module_or_name_changes_the_fingerprint(edited):
+    assert behaviour(edited) != behaviour(IMPORTING)
+
+
+def test_files_are_hashed_in_the_order_of_their_names_wherever_they_sit(tmp_path):
+    (tmp_path / "z").mkdir()
+    (tmp_path / "z" / "a.py").write_text(CODE)
+    (tmp_path / "b.py").write_text(CODE + "\nLIMIT = 10\n")
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "a.py").write_text(CODE)
+    (flat / "b.py").write_text(CODE + "\nLIMIT = 10\n")
+    assert (code_fingerprint([tmp_path / "b.py", tmp_path / "z" / "a.py"])
+            == code_fingerprint([flat / "a.py", flat / "b.py"]))
+
+
 def test_a_function_of_only_a_docstring_still_parses_as_one_that_does_nothing():
     assert behaviour('def f():\n    """Nothing."""\n') == behaviour("def f():\n    pass\n")
 

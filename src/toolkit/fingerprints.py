@@ -4,8 +4,11 @@ A committed number goes stale when the code that computed it may compute another
 hash of the file's bytes says so after any edit, even a comment, and then a recompute of
 every rung costs hours for nothing. `code_fingerprint` hashes the syntax tree instead, with
 docstrings dropped: comments, blank lines, line breaks, quotes and docstrings never reach
-it, while any change to a statement, a name or a constant does. Data files are hashed byte
-for byte (`file_fingerprint`): there every byte is behaviour.
+it, while any change to a statement, a name or a constant does. Nor does a move: an import
+is hashed by the name of the module it reads (`vocab`, wherever its package puts it), and
+each file by its name, so moving modules between packages changes no fingerprint, while the
+moved modules' own code is hashed as always. Data files are hashed byte for byte
+(`file_fingerprint`): there every byte is behaviour.
 """
 
 import ast
@@ -18,9 +21,9 @@ from torch import nn
 
 
 def code_fingerprint(paths: list[Path]) -> str:
-    """A sha256 of the files' syntax trees, docstrings left out, in a fixed order."""
+    """A sha256 of the files' syntax trees, docstrings left out, in the order of their names."""
     digest = hashlib.sha256()
-    for path in sorted(paths):
+    for path in sorted(paths, key=lambda path: path.name):
         digest.update(path.name.encode() + b"\0" + behaviour(path.read_text("utf-8")).encode())
     return digest.hexdigest()
 
@@ -35,9 +38,15 @@ def file_fingerprint(paths: list[Path]) -> str:
 
 @functools.lru_cache(maxsize=256)  # keyed by the text itself, so an edit is never missed
 def behaviour(source: str) -> str:
-    """The source as its syntax tree, without docstrings or positions: what Python runs."""
+    """The source as its syntax tree, without docstrings, positions or the packages that the
+    modules it imports live in: what Python runs."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):  # `from ..text.vocab import X` reads `vocab`
+            node.module, node.level = (node.module or "").rpartition(".")[2], 0
+        elif isinstance(node, ast.Import):  # `import toolkit.text.vocab as v` reads `vocab` too
+            for alias in node.names:
+                alias.name = alias.name.rpartition(".")[2]
         body = getattr(node, "body", None)
         if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
                 and body and _is_docstring(body[0])):

@@ -33,6 +33,7 @@ from toolkit.fingerprints import code_fingerprint, file_fingerprint, numeric_pla
 from toolkit.metrics import Report
 from toolkit.outline import STAGES
 from toolkit.outline import stage as stage_info
+from toolkit.paths import SRC
 from toolkit.recipes import RECIPES, SEEDS, Recipe
 from toolkit.stage_api import count_parameters
 from toolkit.training import History, evaluate_loss, train
@@ -91,9 +92,16 @@ def corpus_hash() -> str:
 
 
 def toolkit_hash(data: dict | None = None) -> str:
-    folder = Path(__file__).resolve().parent
-    code = TRAINING_CODE + (REAL_TEXT_CODE if data else ())
-    return code_fingerprint([folder / f"{name}.py" for name in code])
+    return code_fingerprint(code_files(SRC, data))
+
+
+def code_files(src: Path, data: dict | None = None) -> list[Path]:
+    """The training code under `src`, found by file name in whichever package holds it."""
+    names = TRAINING_CODE + (REAL_TEXT_CODE if data else ())
+    found = {path.stem: path for path in (src / "toolkit").rglob("*.py") if path.stem in names}
+    if missing := sorted(set(names) - set(found)):
+        raise FileNotFoundError(f"no module named {', '.join(missing)} under {src / 'toolkit'}")
+    return [found[name] for name in names]
 
 
 def rung(

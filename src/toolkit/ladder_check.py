@@ -191,11 +191,8 @@ RUNG_FIELDS = {field.name for field in fields(Rung)}
 
 def _fingerprints_in(tree: Path, run: Rung) -> tuple[str, str]:
     """The stage's and the training code's fingerprints as they are in another checkout."""
-    toolkit = tree / "src" / "toolkit"
     stage = tree / "src" / "stages" / Path(ladder.stage_module(run.stage).__file__).name
-    code = ladder.TRAINING_CODE + (ladder.REAL_TEXT_CODE if run.data else ())
-    return (code_fingerprint([stage]),
-            code_fingerprint([toolkit / f"{name}.py" for name in code]))
+    return code_fingerprint([stage]), code_fingerprint(ladder.code_files(tree / "src", run.data))
 
 
 def git(*args: str) -> str:
