@@ -84,15 +84,15 @@ unit: $(INSTALLED)
 	$(BIN)/lint-imports --no-cache
 	$(UNIT_TESTS) --durations=15
 
-# Plant each bug of toolkit/mutations.py in a temporary copy of the code and run the tests
+# Plant each bug of course_tools/mutations.py in a temporary copy of the code and run the tests
 # that import it: every mutation must be killed by a failing assertion.
 mutants-check: $(INSTALLED)
-	$(BIN)/python -m toolkit.mutants
+	$(BIN)/python -m course_tools.mutants
 
 # The same, then record the table that notebook 09 shows (the whole catalogue only).
 ONLY ?=
 mutants: $(INSTALLED)
-	$(BIN)/python -m toolkit.mutants $(if $(ONLY),$(ONLY),--record)
+	$(BIN)/python -m course_tools.mutants $(if $(ONLY),$(ONLY),--record)
 
 # Execute copies, never the committed sources: --overwrite writes outputs into build/.
 # The paper recipe's run is trained first (or found kept in build/paper-run/), once: notebooks
@@ -100,20 +100,20 @@ mutants: $(INSTALLED)
 notebooks: $(INSTALLED)
 	rm -rf build/notebooks && mkdir -p build/notebooks
 	cp $(NOTEBOOKS) build/notebooks/
-	$(NOTEBOOK_ENV) $(BIN)/python -m toolkit.paper_run
+	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.paper_run
 	$(NOTEBOOK_ENV) $(NBMAKE) --junitxml=$(NOTEBOOK_TIMES) $(NOTEBOOK_ORDER)
 	touch $(EXECUTED)
 
 # The class's copies: every cell tagged `solution` left out, outputs cleared (never committed).
 # Copies already in student/ are kept, since they may hold a student's work.
 student: $(INSTALLED)
-	$(BIN)/python -m toolkit.student
+	$(BIN)/python -m course_tools.student
 
 # Fresh copies in build/student, run: before any exercise is solved, each check must fail
 # with its hint.
 student-tests: $(INSTALLED)
 	rm -rf build/student
-	$(BIN)/python -m toolkit.student --to build/student
+	$(BIN)/python -m course_tools.student --to build/student
 	$(NOTEBOOK_ENV) $(BIN)/pytest tests/student -n 2 -p no:cacheprovider --timeout=900 \
 		--durations=0
 
@@ -141,17 +141,17 @@ lab: $(INSTALLED)
 	$(BIN)/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 data: $(INSTALLED)
-	$(BIN)/python -m toolkit.corpus
+	$(BIN)/python -m toolkit.text.corpus
 
 BASE ?=
 ladder-check: $(INSTALLED)
-	$(NOTEBOOK_ENV) $(BIN)/python -m toolkit.ladder_check $(if $(BASE),--base $(BASE),)
+	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.ladder_check $(if $(BASE),--base $(BASE),)
 
 ladder: $(INSTALLED)
-	$(NOTEBOOK_ENV) $(BIN)/python -m toolkit.ladder
+	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.ladder
 
 ablation: $(INSTALLED)
-	$(NOTEBOOK_ENV) $(BIN)/python -m toolkit.ablation
+	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.ablation
 
 bench: $(INSTALLED)
 	$(BIN)/python benchmarks/bench.py
@@ -164,12 +164,12 @@ train: $(INSTALLED)
 NPROC ?= 2
 train-ddp: $(INSTALLED)
 	OMP_NUM_THREADS=1 $(BIN)/torchrun --standalone --nproc-per-node=$(NPROC) \
-		-m toolkit.train_ddp $(ARGS)
+		-m toolkit.train.ddp $(ARGS)
 
 A ?= 01
 B ?= 02
 diff: $(INSTALLED)
-	@$(BIN)/python -m toolkit.stagediff $(A) $(B)
+	@$(BIN)/python -m toolkit.figures.stagediff $(A) $(B)
 
 clean:
 	rm -rf build site site-student student $(VENV) .pytest_cache .ruff_cache

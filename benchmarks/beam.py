@@ -1,7 +1,7 @@
 """Beam search and checkpoint averaging against greedy decoding (issue 18), built-in test split.
 
 For each of seeds 0, 1 and 2, stage 07 is trained with the paper's recipe as notebooks 10 and
-13 train it (`toolkit.paper_run`: the run is kept in build/paper-run/, so seed 0 is the very
+13 train it (`course_tools.paper_run`: the run is kept in build/paper-run/, so seed 0 is the very
 run the notebooks decode), keeping the weights after the last five multiples of 50 steps to
 average. The test split is then decoded four ways, each sentence allowed its length + 50
 tokens: greedily and with the paper's beam (4, α = 0.6), on the last checkpoint and on the
@@ -9,7 +9,7 @@ average. Exact match,
 BLEU and held-out exact match are recorded per seed, with the paired differences against
 greedy decoding, since one seed's gain can be another's loss.
 
-Seed 0's last checkpoint is also timed: `toolkit.decoding.translate` on the whole test split
+Seed 0's last checkpoint is also timed: `toolkit.search.decoding.translate` on the whole test split
 in batches of 100, greedy and beam 4 interleaved round by round, both on the KV cache. Goal:
 beam 4 takes at most 2.5 times greedy's time (the median of the paired ratios).
 
@@ -22,14 +22,19 @@ from dataclasses import replace
 
 import torch
 
-from toolkit.corpus import HELD_OUT_TAG
-from toolkit.data import load_data
-from toolkit.decoding import PAPER_BEAM_SIZE, PAPER_EXTRA_LEN, PAPER_LENGTH_PENALTY, translate
-from toolkit.evaluation import evaluate
-from toolkit.fingerprints import numeric_platform
-from toolkit.number_errors import held_out_kinds
-from toolkit.paper_run import AVERAGED, SAVE_EVERY, PaperRun, paper_run
-from toolkit.recipes import PAPER, SEEDS
+from course_tools.fingerprints import numeric_platform
+from course_tools.paper_run import AVERAGED, SAVE_EVERY, PaperRun, paper_run
+from toolkit.batching.data import load_data
+from toolkit.learning.recipes import PAPER, SEEDS
+from toolkit.scoring.evaluation import evaluate
+from toolkit.scoring.number_errors import held_out_kinds
+from toolkit.search.decoding import (
+    PAPER_BEAM_SIZE,
+    PAPER_EXTRA_LEN,
+    PAPER_LENGTH_PENALTY,
+    translate,
+)
+from toolkit.text.corpus import HELD_OUT_TAG
 
 GOAL_RATIO = 2.5
 BATCH = 100  # sentences decoded at once, translate's default

@@ -1,7 +1,7 @@
 """Time stage 07 against torch.nn.Transformer, side by side in one process, on CPU or GPU.
 
 For each configuration it times, interleaved round by round after a warm-up:
-- one training step, the toolkit's own (`toolkit.training.PaperOptimizer`: forward under
+- one training step, the toolkit's own (`toolkit.learning.training.PaperOptimizer`: forward under
   its autocast context, the stage's objective, backward, clipping, Adam, schedule), for
   stage 07, stage 07 with a fused SDPA core, stage 07 keeping every attention's weights as
   the code did before issue 15 (`stage_api.keeping_attention` around the step), and
@@ -40,14 +40,14 @@ from pathlib import Path
 import torch
 
 from stages import stage07_multi_head as stage
-from toolkit.batches import Batch
-from toolkit.cached_decoding import cached_greedy_decode
-from toolkit.from_torch_nn import TorchNNTranslator, load_nn_transformer
-from toolkit.greedy import greedy_decode, greedy_loop
-from toolkit.sdpa import use_sdpa
+from toolkit.batching.batches import Batch
+from toolkit.checkers.from_torch_nn import TorchNNTranslator, load_nn_transformer
+from toolkit.checkers.sdpa import use_sdpa
+from toolkit.learning.training import PaperOptimizer
+from toolkit.search.cached_decoding import cached_greedy_decode
+from toolkit.search.greedy import greedy_decode, greedy_loop
 from toolkit.stage_api import keeping_attention, restoring_mode
-from toolkit.training import PaperOptimizer
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
 def beside(name: str):
@@ -66,7 +66,8 @@ CONFIGS = [
     {"embed_dim": 128, "num_heads": 4, "layers": 3, "ff_dim": 512},
 ]
 LENGTHS, BATCH_SIZE, VOCAB_SIZE, DECODE_TOKENS = (20, 64), 32, 250, 20
-LR, WARMUP_STEPS = 2e-3, 100  # toolkit.training.train's defaults; the rate does not change the time
+# toolkit.learning.training.train's defaults; the rate does not change the time
+LR, WARMUP_STEPS = 2e-3, 100
 RESULTS = Path(__file__).with_name("results.json")  # the CPU run, which notebook 08 reads
 GPU_RESULTS = Path(__file__).with_name("results-cuda.json")  # a GPU run leaves the CPU one be
 KEEPING = "stage 07 + keep_attention"  # the old behaviour: every attention keeps its weights

@@ -11,9 +11,9 @@ for speed and memory (`write_corpus`):
   "nouns" and has umlauts and ß.
 Each English type has its own German type, so the two sides are translations of a sort.
 
-Goal A, the pipeline on `pairs` pairs (a million): `toolkit.corpus.load_corpus` on the file,
-BPE training (`toolkit.data.build_vocabularies`, shared, 8,000 tokens), and encoding
-(`toolkit.batches.encode_pairs`), in a fresh process whose peak resident memory is then the
+Goal A, the pipeline on `pairs` pairs (a million): `toolkit.text.corpus.load_corpus` on the file,
+BPE training (`toolkit.batching.data.build_vocabularies`, shared, 8,000 tokens), and encoding
+(`toolkit.batching.batches.encode_pairs`), in a fresh process whose peak resident memory is then the
 pipeline's own; the `datasets` cache is fresh too, so the load is a first load. Goals: at
 most 2 minutes and 4 GB.
 
@@ -45,11 +45,11 @@ import numpy as np
 import torch
 
 from stages import stage07_multi_head as stage
-from toolkit.batches import Batch, endless, loader
-from toolkit.buckets import padding_fraction
+from toolkit.batching.batches import Batch, endless, loader
+from toolkit.batching.buckets import padding_fraction
+from toolkit.learning.training import PaperOptimizer
 from toolkit.paths import PROJECT_ROOT
-from toolkit.subwords import SubwordVocab
-from toolkit.training import PaperOptimizer
+from toolkit.text.subwords import SubwordVocab
 
 WORKDIR = PROJECT_ROOT / "build" / "bench"  # git-ignored: the corpus is written, never committed
 GOALS = {"pipeline_seconds": 120, "peak_memory_gb": 4.0, "throughput_ratio": 1.5,
@@ -230,9 +230,9 @@ def cpu_time() -> float:
 def pipeline(corpus: Path, vocab_size: int, subset: int, output: Path) -> dict:
     """Load, train BPE, encode: the child's side of `in_fresh_process`, timed part by part
     (imports not counted: a notebook has them already)."""
-    from toolkit.batches import encode_pairs  # the child imports what the pipeline needs
-    from toolkit.corpus import load_corpus
-    from toolkit.data import build_vocabularies
+    from toolkit.batching.batches import encode_pairs  # the child imports what the pipeline needs
+    from toolkit.batching.data import build_vocabularies
+    from toolkit.text.corpus import load_corpus
 
     seconds, cpu_seconds, memory = {}, {}, {"after imports": memory_gb()}
     start = lap = time.perf_counter()
@@ -296,11 +296,11 @@ def breakdown(sample: Path, vocab_size: int) -> dict:
     import pyarrow.compute as pc
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-    from toolkit.batches import collector_paused
-    from toolkit.splits import prepare_splits
-    from toolkit.subwords import WORD_START
-    from toolkit.tokens import tokenize
-    from toolkit.vocab import BOS_ID, EOS_ID, SPECIALS, UNK
+    from toolkit.batching.batches import collector_paused
+    from toolkit.text.splits import prepare_splits
+    from toolkit.text.subwords import WORD_START
+    from toolkit.text.tokens import tokenize
+    from toolkit.text.vocab import BOS_ID, EOS_ID, SPECIALS, UNK
 
     datasets.disable_progress_bars()
     steps: dict[str, dict] = {}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import torch
 
-from toolkit.run_log import read_log
-from toolkit.train_ddp import descendants
+from toolkit.train.ddp import descendants
+from toolkit.train.run_log import read_log
 
 # A model small enough that a run takes seconds, with dropout (the paper recipe's 0.1), so
 # that a resume which lost a random stream would show.
@@ -27,7 +27,7 @@ def single(*options: str) -> list[str]:
 
 def ddp(nproc: int, *options: str) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc}", "-m", "toolkit.train_ddp", *options]
+            f"--nproc-per-node={nproc}", "-m", "toolkit.train.ddp", *options]
 
 
 def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess:

@@ -6,9 +6,9 @@ from interruptions import TINY, run, saved, single
 from torch import nn
 
 from stages import stage07_multi_head as stage
-from toolkit.averaging import average_checkpoints, average_state_dicts
-from toolkit.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
-from toolkit.vocab import Vocab
+from toolkit.learning.averaging import average_checkpoints, average_state_dicts
+from toolkit.learning.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from toolkit.text.vocab import Vocab
 
 
 def test_the_average_of_linear_layers_is_the_mean_of_their_weights():

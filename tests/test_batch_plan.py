@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch.utils.data import DistributedSampler
 
-from toolkit.batch_plan import BatchPlan
-from toolkit.vocab import PAD_ID
+from toolkit.text.vocab import PAD_ID
+from toolkit.train.batch_plan import BatchPlan
 
 
 def pairs_of_lengths(count: int, seed: int = 0) -> list[tuple[list[int], list[int]]]:

@@ -5,9 +5,16 @@ import gc
 import pytest
 import torch
 
-from toolkit import properties
-from toolkit.batches import collate, encode_pairs, encode_source, encode_target, endless, loader
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+from toolkit.batching.batches import (
+    collate,
+    encode_pairs,
+    encode_source,
+    encode_target,
+    endless,
+    loader,
+)
+from toolkit.checkers import properties
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 VOCAB = Vocab("a b c d e f g".split())
 

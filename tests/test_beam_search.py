@@ -11,17 +11,17 @@ import torch
 
 from stages import stage06_ffn_layernorm as stage06
 from stages import stage07_multi_head as stage
-from toolkit import cached_decoding
-from toolkit.batches import encode_source, pad
-from toolkit.beam_search import (
+from toolkit.batching.batches import encode_source, pad
+from toolkit.search import cached_decoding
+from toolkit.search.beam_search import (
     Hypothesis,
     beam_decode,
     beam_search,
     length_penalty,
     sentence_log_probs,
 )
-from toolkit.decoding import greedy_decode, translate
-from toolkit.vocab import BOS_ID, EOS_ID, Vocab
+from toolkit.search.decoding import greedy_decode, translate
+from toolkit.text.vocab import BOS_ID, EOS_ID, Vocab
 
 A, B, C = 4, 5, 6  # three words after the four special ids
 VOCAB = 7
@@ -254,9 +254,9 @@ def test_earlier_stages_translate_with_a_beam_by_rerunning_the_model():
 
 def test_translate_and_evaluate_hand_the_beam_and_alpha_to_the_search(monkeypatch):
     """On the models above alpha may change no translation; it must still reach the search."""
-    import toolkit.decoding as decoding_module
-    import toolkit.evaluation as evaluation
-    from toolkit.data import load_data
+    import toolkit.scoring.evaluation as evaluation
+    import toolkit.search.decoding as decoding_module
+    from toolkit.batching.data import load_data
 
     asked = []
 

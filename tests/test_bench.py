@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from toolkit.corpus import load_corpus
 from toolkit.paths import PROJECT_ROOT
+from toolkit.text.corpus import load_corpus
 
 TINY = {"embed_dim": 16, "num_heads": 4, "layers": 2, "ff_dim": 40}
 

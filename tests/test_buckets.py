@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from toolkit.batches import Batch, loader
-from toolkit.buckets import padding_fraction
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.batching.batches import Batch, loader
+from toolkit.batching.buckets import padding_fraction
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 FIRST_ID = 4  # pair i's tokens are all FIRST_ID + i, so a batch says which pairs it holds
 

@@ -9,11 +9,11 @@ import torch.nn.functional as F
 from stages import stage03_masking as stage03
 from stages import stage04_positional_encoding as stage04
 from stages import stage07_multi_head as stage07
-from toolkit import check, properties
-from toolkit.batches import encode_target, pad
+from toolkit.batching.batches import encode_target, pad
+from toolkit.checkers import check, properties
+from toolkit.checkers.properties import sinusoids
 from toolkit.objectives import sequence_loss
-from toolkit.properties import sinusoids
-from toolkit.vocab import PAD_ID, UNK_ID
+from toolkit.text.vocab import PAD_ID, UNK_ID
 
 
 def passes(checker, *answers, capsys):

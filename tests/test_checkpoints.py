@@ -5,10 +5,10 @@ import torch
 
 from stages import stage04_positional_encoding as stage04
 from stages import stage07_multi_head as stage07
-from toolkit.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
-from toolkit.decoding import translate
-from toolkit.subwords import SubwordVocab
-from toolkit.vocab import BOS_ID, EOS_ID, Vocab
+from toolkit.learning.checkpoints import CheckpointError, load_checkpoint, save_checkpoint
+from toolkit.search.decoding import translate
+from toolkit.text.subwords import SubwordVocab
+from toolkit.text.vocab import BOS_ID, EOS_ID, Vocab
 
 SRC_VOCAB = Vocab.build([["the", "dog", "sees", "a", "cat"], ["the", "cat", "runs"]])
 TGT_VOCAB = Vocab.build([["der", "Hund", "sieht", "eine", "Katze"], ["die", "Katze", "läuft"]])

@@ -10,7 +10,7 @@ import pytest
 from datasets import DatasetDict
 from huggingface_hub import constants
 
-from toolkit.corpus import (
+from toolkit.text.corpus import (
     DATA_DIR,
     HELD_OUT_NUMBERS,
     HELD_OUT_PAIRS,
@@ -25,8 +25,8 @@ from toolkit.corpus import (
     load_corpus,
     write_corpus,
 )
-from toolkit.grammar import NOUNS, PHENOMENA, clause, english_number, sentence
-from toolkit.tokens import tokenize
+from toolkit.text.grammar import NOUNS, PHENOMENA, clause, english_number, sentence
+from toolkit.text.tokens import tokenize
 
 
 @pytest.fixture(scope="module")

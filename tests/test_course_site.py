@@ -9,8 +9,8 @@ import pytest
 
 from course_site.build import as_a_terminal_shows, for_the_site
 from course_site.pages import DIFFS, diff_page, guide_page, index_page
+from course_tools.student import CHECK, SOLUTION, tags
 from toolkit.outline import STAGES
-from toolkit.student import CHECK, SOLUTION, tags
 
 ROOT = Path(__file__).resolve().parents[1]
 MASKING = ROOT / "notebooks" / "03_masking.ipynb"

@@ -4,8 +4,8 @@ import pytest
 import torch
 from spies import Scripted
 
-from toolkit.decoding import greedy_decode, translate
-from toolkit.vocab import EOS_ID, Vocab
+from toolkit.search.decoding import greedy_decode, translate
+from toolkit.text.vocab import EOS_ID, Vocab
 
 SCRIPTS = {4: [5, 6, EOS_ID, 7], 5: [8, EOS_ID], 6: [9, 9, 9, 9, 9, 9, 9, 9, 9, 9]}
 
@@ -101,7 +101,7 @@ def test_greedy_decode_restores_the_mode_when_the_limit_outruns_the_positions():
 
 @pytest.mark.parametrize("training", [True, False])
 def test_cached_greedy_decode_runs_in_eval_mode_and_restores_the_mode(training):
-    from toolkit.cached_decoding import cached_greedy_decode
+    from toolkit.search.cached_decoding import cached_greedy_decode
 
     model = stage07_model().train(training)
     modes = []
@@ -112,7 +112,7 @@ def test_cached_greedy_decode_runs_in_eval_mode_and_restores_the_mode(training):
 
 
 def test_cached_greedy_decode_restores_the_mode_when_decoding_raises(monkeypatch):
-    from toolkit.cached_decoding import cached_greedy_decode
+    from toolkit.search.cached_decoding import cached_greedy_decode
 
     model = stage07_model().train()
     decode, steps = model.decode, []
@@ -133,7 +133,7 @@ def test_an_empty_batch_decodes_to_nothing_on_every_decoder():
     """translate([]) and a split filtered to nothing reach the decoders with no rows."""
     import importlib
 
-    from toolkit.cached_decoding import cached_greedy_decode
+    from toolkit.search.cached_decoding import cached_greedy_decode
 
     stage = importlib.import_module("stages.stage07_multi_head")
     model = stage.Transformer(10, 12, embed_dim=8, num_heads=2, ff_dim=16)
@@ -148,8 +148,10 @@ def test_the_decoding_defaults_are_the_named_constants_not_copies_of_them():
     """A default written again as a literal drifts when the constant changes."""
     import inspect
 
-    from toolkit import beam_search, decoding, evaluation, run_options
     from toolkit import translate as command
+    from toolkit.scoring import evaluation
+    from toolkit.search import beam_search, decoding
+    from toolkit.train import run_options
 
     for function in (decoding.translate, evaluation.evaluate):
         defaults = inspect.signature(function).parameters

@@ -5,10 +5,10 @@ import sacrebleu
 import torch
 
 from stages import stage07_multi_head as stage07
-from toolkit.data import load_data
-from toolkit.decoding import translate
-from toolkit.evaluation import evaluate
-from toolkit.tokens import detokenize, tokenize
+from toolkit.batching.data import load_data
+from toolkit.scoring.evaluation import evaluate
+from toolkit.search.decoding import translate
+from toolkit.text.tokens import detokenize, tokenize
 
 
 @pytest.fixture(scope="module")

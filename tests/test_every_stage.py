@@ -12,10 +12,10 @@ import math
 import pytest
 import torch
 
-from toolkit import properties
-from toolkit.batches import Batch
+from toolkit.batching.batches import Batch
+from toolkit.checkers import properties
 from toolkit.outline import STAGES
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 MODULES = {stage.number: stage.module for stage in STAGES}
 SIZES = {5: {"num_encoder_layers": 2, "num_decoder_layers": 2},

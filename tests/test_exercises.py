@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit import check
-from toolkit.student import (
+from course_tools.student import (
     CHECK,
     SOLUTION,
     STUB,
@@ -18,6 +17,7 @@ from toolkit.student import (
     tags,
     write_student_notebooks,
 )
+from toolkit.checkers import check
 
 ROOT = Path(__file__).resolve().parents[1]
 TAUGHT = sorted((ROOT / "notebooks").glob("0[0-7]_*.ipynb"))  # the data notebook and stages

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from toolkit.grammar import (
+from toolkit.text.grammar import (
     MAX_TOKENS,
     MIN_TOKENS,
     PHENOMENA,
@@ -19,7 +19,7 @@ from toolkit.grammar import (
     render,
     sentence,
 )
-from toolkit.tokens import tokenize
+from toolkit.text.tokens import tokenize
 
 # Written by hand, as a native speaker would say them, before looking at the generator.
 # If the generator disagrees, the generator is wrong.

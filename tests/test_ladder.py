@@ -4,9 +4,9 @@ import dataclasses
 
 import torch
 
-import toolkit.ladder as ladder
-from toolkit import ablation
-from toolkit.recipes import BATCH_SIZE, RECIPES, SEEDS, STEPS
+import course_tools.ladder as ladder
+from course_tools import ablation
+from toolkit.learning.recipes import BATCH_SIZE, RECIPES, SEEDS, STEPS
 
 
 def test_every_stage_with_a_recipe_has_a_committed_rung_on_every_seed():
@@ -45,7 +45,7 @@ def test_a_changed_stage_module_is_reported_stale(monkeypatch):
 
 
 def test_only_runs_on_other_data_depend_on_the_code_that_reads_it(monkeypatch):
-    """A subword run goes stale when toolkit.subwords changes; the word-level ladder does not."""
+    """A subword run goes stale when text.subwords changes; the word-level ladder does not."""
     bpe = ablation.SUBWORD_DATA
     words, subwords = ladder.toolkit_hash(), ladder.toolkit_hash(bpe)
     assert words != subwords
@@ -132,7 +132,7 @@ def test_the_ablation_covers_every_variant_and_seed_on_one_budget_and_is_not_sta
 
 def test_the_ablation_knobs_change_the_model_they_say():
     """The embedding std and the attention scale must reach the built model, or rows lie."""
-    from toolkit.data import load_data
+    from toolkit.batching.data import load_data
     data = load_data()
     paper = ladder.build(7, data, ablation.PAPER)
     small = ladder.build(7, data, ablation.VARIANTS[

@@ -5,10 +5,10 @@ import dataclasses
 
 import pytest
 
-from toolkit import ablation, ladder, ladder_check
-from toolkit.fingerprints import numeric_platform
-from toolkit.ladder_check import Results
-from toolkit.recipes import SEEDS
+from course_tools import ablation, ladder, ladder_check
+from course_tools.fingerprints import numeric_platform
+from course_tools.ladder_check import Results
+from toolkit.learning.recipes import SEEDS
 
 HERE = numeric_platform()
 
@@ -89,9 +89,9 @@ def test_a_moved_number_is_named_with_both_values_and_its_row_stays_stale(files,
     assert len(moved) == 2
     said = "\n".join(moved)
     assert (f"ladder.json: '{stage_03}', seed 0: exact_match was {old!r}, now {old + 0.07!r}: "
-            f"recompute its seeds with python -m toolkit.ladder 3") in said
+            f"recompute its seeds with python -m course_tools.ladder 3") in said
     assert f"ablation.json: {ablation.FULL!r}, seed 0: per_phenomenon was {{" in said
-    assert f'toolkit.ablation "{ablation.FULL}"' in said
+    assert f'course_tools.ablation "{ablation.FULL}"' in said
     still_stale = {r.title for results in files for r in results.load() if ladder.is_stale(r)}
     assert still_stale == {stage_03, ablation.FULL}
 

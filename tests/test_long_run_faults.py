@@ -4,10 +4,10 @@ the logic, with stand-ins for the device and the process group, not a GPU's timi
 import pytest
 import torch
 
-from toolkit import world
-from toolkit.checkpoints import CheckpointError
-from toolkit.run_state import random_streams, restore_random_streams
-from toolkit.world import World
+from toolkit.learning.checkpoints import CheckpointError
+from toolkit.train import world
+from toolkit.train.run_state import random_streams, restore_random_streams
+from toolkit.train.world import World
 
 
 def test_one_process_reads_its_own_flag_and_builds_no_flag_tensor(monkeypatch):
@@ -45,7 +45,7 @@ def test_a_resume_reads_the_random_state_of_its_own_device_only():
 def test_the_leader_lets_the_others_through_even_when_it_fails(monkeypatch):
     """A corpus error on the first process must not leave the others waiting at the barrier
     (they meet the same error and say it themselves)."""
-    from toolkit.corpus_errors import CorpusError
+    from toolkit.text.corpus_errors import CorpusError
 
     passed = []
     monkeypatch.setattr(world.dist, "barrier", lambda: passed.append("barrier"))
@@ -61,9 +61,9 @@ def test_the_data_fingerprint_streams_its_pickle_and_keeps_its_value(monkeypatch
     import json
     import pickle
 
-    from toolkit import run_state
-    from toolkit.checkpoints import vocab_entry
-    from toolkit.vocab import Vocab
+    from toolkit.learning.checkpoints import vocab_entry
+    from toolkit.text.vocab import Vocab
+    from toolkit.train import run_state
 
     vocab = Vocab.build([["a", "b", "c"]])
     pairs = [([4, 5, 3], [2, 6, 3]), ([5, 3], [2, 4, 4, 3])] * 50
@@ -83,7 +83,7 @@ def test_the_translate_command_imports_no_training_machinery():
 
     loaded = subprocess.run(
         [sys.executable, "-c", "import sys, toolkit.translate; print(sorted(m for m in "
-         "('datasets', 'matplotlib', 'toolkit.training_run') if m in sys.modules))"],
+         "('datasets', 'matplotlib', 'toolkit.train.training_run') if m in sys.modules))"],
         capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"
 
@@ -95,8 +95,8 @@ def test_the_translate_command_names_unknown_characters_and_batches_by_length(
     yet printed in the order they came."""
     from stages import stage07_multi_head as stage07
     from toolkit import translate as command
-    from toolkit.checkpoints import save_checkpoint
-    from toolkit.subwords import SubwordVocab
+    from toolkit.learning.checkpoints import save_checkpoint
+    from toolkit.text.subwords import SubwordVocab
 
     vocab = SubwordVocab.train([["the", "dog", "sees", "a", "cat"]] * 20, max_size=40)
     torch.manual_seed(0)

@@ -9,9 +9,9 @@ import importlib
 import pytest
 import torch
 
-from toolkit import properties
+from toolkit.checkers import properties
 from toolkit.stage_api import attention_maps, keeping_attention
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 MODULES = ["stage03_masking", "stage04_positional_encoding", "stage05_stacking",
            "stage06_ffn_layernorm", "stage07_multi_head"]
@@ -133,8 +133,8 @@ def test_an_all_padding_sentence_gives_no_nan_or_inf(stage, dtype):
 
 
 def test_translations_do_not_depend_on_the_batch(stage):
-    from toolkit.decoding import translate
-    from toolkit.vocab import Vocab
+    from toolkit.search.decoding import translate
+    from toolkit.text.vocab import Vocab
 
     src_vocab = Vocab(f"w{i}" for i in range(SRC_VOCAB - 4))
     tgt_vocab = Vocab(f"v{i}" for i in range(TGT_VOCAB - 4))

@@ -5,9 +5,9 @@ import importlib.util
 import pytest
 import sacrebleu
 
-from toolkit.metrics import bleu, chrf, exact_match, score
-from toolkit.subwords import SubwordVocab
-from toolkit.tokens import detokenize, tokenize
+from toolkit.scoring.metrics import bleu, chrf, exact_match, score
+from toolkit.text.subwords import SubwordVocab
+from toolkit.text.tokens import detokenize, tokenize
 
 TEXTS = ["Der Hund sieht die Katze.", "Heute schläft das Kind nicht.",
          "Der Mann sagt, dass die Frau einen Ball findet."]

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from course_tools import mutants
+from course_tools.mutants import TABLE_PATH, Outcome, load_table, try_mutation, unproven
+from course_tools.mutations import BUGS, CATALOGUE, SRC, Mutation, MutationDoesNotApply, find
 from stages import stage03_masking
-from toolkit import mutants
-from toolkit.mutants import TABLE_PATH, Outcome, load_table, try_mutation, unproven
-from toolkit.mutations import BUGS, CATALOGUE, SRC, Mutation, MutationDoesNotApply, find
 
 TESTS = Path(__file__).resolve().parent
 
@@ -38,8 +38,8 @@ def test_the_catalogue_covers_every_classic_bug_in_every_stage_where_it_can_occu
     assert stages_with(8, "doubled-exponent") == {f"stage0{n}" for n in range(4, 8)}
     assert stages_with(11, "one-decoder-layer") == {f"stage0{n}" for n in range(5, 8)}
     assert {m.module for m in CATALOGUE if m.bug in (3, 9, 12, 13)} == {
-        "toolkit.batches", "toolkit.objectives", "toolkit.greedy", "toolkit.cached_decoding",
-        "toolkit.vocab"}
+        "toolkit.batching.batches", "toolkit.objectives", "toolkit.search.greedy",
+        "toolkit.search.cached_decoding", "toolkit.text.vocab"}
 
 
 def test_a_fragment_that_does_not_match_is_an_error_not_a_skip():
@@ -148,12 +148,12 @@ def test_every_killing_or_crashing_test_must_pass_without_the_mutation(tmp_path,
 
 def test_a_module_reached_through_another_is_tried_against_the_tests_that_reach_it():
     """No test imports run_state: the training command's modules do. And decoding reaches
-    stage_api's restoring_mode through toolkit.decoding, not by naming it."""
+    stage_api's restoring_mode through toolkit.search.decoding, not by naming it."""
     def tried(module: str) -> list[str]:
         return [path.name for path in mutants.relevant_tests(Mutation(0, "any", module, ()),
                                                              TESTS)]
 
-    assert "test_train_command.py" in tried("toolkit.run_state")
+    assert "test_train_command.py" in tried("toolkit.train.run_state")
     assert "test_decoding.py" in tried("toolkit.stage_api")
-    assert tried("toolkit.vocab")[0] == "test_vocab.py"  # its own tests first
-    assert "test_ladder.py" not in tried("toolkit.vocab")  # hashes, not behaviour
+    assert tried("toolkit.text.vocab")[0] == "test_vocab.py"  # its own tests first
+    assert "test_ladder.py" not in tried("toolkit.text.vocab")  # hashes, not behaviour

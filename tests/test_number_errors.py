@@ -2,9 +2,7 @@
 
 import pytest
 
-from toolkit.corpus import load_corpus
-from toolkit.grammar import clause, german_number, render, sentence
-from toolkit.number_errors import (
+from toolkit.scoring.number_errors import (
     CASE_ONLY,
     DROPPED_OR_ADDED,
     ENGLISH_ORDER,
@@ -16,7 +14,9 @@ from toolkit.number_errors import (
     german_numbers,
     number_translations,
 )
-from toolkit.tokens import tokenize
+from toolkit.text.corpus import load_corpus
+from toolkit.text.grammar import clause, german_number, render, sentence
+from toolkit.text.tokens import tokenize
 
 
 def outcomes(english: str, german: str, model: str) -> list:

@@ -5,11 +5,11 @@ import torch
 import torch.nn.functional as F
 from spies import Spy
 
-from toolkit import properties
-from toolkit.batches import Batch
+from toolkit.batching.batches import Batch
+from toolkit.checkers import properties
 from toolkit.objectives import last_position, sequence_loss, teacher_forcing
 from toolkit.stage_api import forward_batch
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 TGT = torch.tensor([
     [BOS_ID, 5, 6, 7, 8, EOS_ID],

@@ -7,9 +7,9 @@ import io
 import pytest
 import torch
 
-from toolkit import ladder, paper_run
-from toolkit.decoding import translate
-from toolkit.recipes import PAPER
+from course_tools import ladder, paper_run
+from toolkit.learning.recipes import PAPER
+from toolkit.search.decoding import translate
 
 # The paper's recipe on a budget a test can afford: three checkpoints (20, 70 and 120).
 SHORT = dataclasses.replace(PAPER, steps=120, batch_size=8)

@@ -8,9 +8,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from toolkit.diagram import model_diagram  # noqa: E402
-from toolkit.plots import attention_heatmap, loss_curve  # noqa: E402
-from toolkit.training import History  # noqa: E402
+from toolkit.figures.diagram import model_diagram  # noqa: E402
+from toolkit.figures.plots import attention_heatmap, loss_curve  # noqa: E402
+from toolkit.learning.training import History  # noqa: E402
 
 
 def test_heatmap_axes_carry_the_actual_tokens():
@@ -23,7 +23,7 @@ def test_heatmap_axes_carry_the_actual_tokens():
 
 
 def test_mask_heatmap_labels_tokens_and_shows_hidden_cells():
-    from toolkit.plots import mask_heatmap
+    from toolkit.figures.plots import mask_heatmap
 
     mask = torch.ones(3, 3, dtype=torch.bool).triu(1)
     ax = mask_heatmap(mask, ["<bos>", "Der", "Hund"], ["<bos>", "Der", "Hund"])
@@ -63,7 +63,7 @@ def test_unknown_stage_is_refused():
 
 
 def test_attention_titles_name_the_layer_and_the_kind():
-    from toolkit.plots import _title
+    from toolkit.figures.plots import _title
 
     assert _title("decoder_layers.1.cross_attn") == "decoder layer 2: cross-attention"
     assert _title("encoder_layers.0.self_attn") == "encoder layer 1: self-attention"
@@ -74,8 +74,8 @@ def test_attention_titles_name_the_layer_and_the_kind():
 def test_sentence_attention_labels_every_map_with_its_own_tokens(module):
     import importlib
 
-    from toolkit.plots import sentence_attention
-    from toolkit.vocab import Vocab
+    from toolkit.figures.plots import sentence_attention
+    from toolkit.text.vocab import Vocab
 
     stage = importlib.import_module(f"stages.{module}")
     src_vocab, tgt_vocab = Vocab(["The", "dog", "sleeps", "."]), Vocab(["Der", "Hund", "."])
@@ -102,9 +102,9 @@ def drawn_weights(figure: plt.Figure) -> dict[str, list]:
 def test_sentence_attention_draws_the_same_weights_with_the_sdpa_core_and_cleans_up():
     """The fused kernel returns no weights: plots must fall back to the stage's own attend."""
     from stages import stage07_multi_head as stage07
-    from toolkit.plots import sentence_attention
-    from toolkit.sdpa import use_sdpa
-    from toolkit.vocab import Vocab
+    from toolkit.checkers.sdpa import use_sdpa
+    from toolkit.figures.plots import sentence_attention
+    from toolkit.text.vocab import Vocab
 
     src_vocab, tgt_vocab = Vocab(["The", "dog", "sleeps", "."]), Vocab(["Der", "Hund", "."])
 
@@ -134,8 +134,8 @@ def test_sentence_attention_draws_the_same_weights_with_the_sdpa_core_and_cleans
 def test_sentence_attention_says_so_when_the_model_keeps_no_weights():
     from spies import Spy
 
-    from toolkit.plots import sentence_attention
-    from toolkit.vocab import Vocab
+    from toolkit.figures.plots import sentence_attention
+    from toolkit.text.vocab import Vocab
 
     vocab = Vocab(["a", "b"])
     model = Spy(vocab_size=len(vocab)).train()
@@ -146,10 +146,10 @@ def test_sentence_attention_says_so_when_the_model_keeps_no_weights():
 
 
 def test_the_beam_tree_draws_each_kept_hypothesis_under_its_word_with_its_score():
-    from toolkit.beam_search import beam_search
-    from toolkit.hand_made import HandMadeModel
-    from toolkit.plots import beam_tree
-    from toolkit.vocab import EOS, Vocab
+    from toolkit.checkers.hand_made import HandMadeModel
+    from toolkit.figures.plots import beam_tree
+    from toolkit.search.beam_search import beam_search
+    from toolkit.text.vocab import EOS, Vocab
 
     vocab = Vocab(["Der", "Ein", "Hund"])
     model = HandMadeModel({(): {"Der": 0.6, "Ein": 0.4}, ("Der",): {"Hund": 0.4, EOS: 0.6},

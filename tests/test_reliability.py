@@ -11,12 +11,12 @@ import pytest
 import torch
 from torch import nn
 
-from toolkit.batches import encode_source, encode_target, endless, loader
-from toolkit.corpus import DATA_DIR, SPLITS
-from toolkit.decoding import translate
+from toolkit.batching.batches import encode_source, encode_target, endless, loader
+from toolkit.learning.training import train
 from toolkit.outline import STAGES
-from toolkit.training import train
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+from toolkit.search.decoding import translate
+from toolkit.text.corpus import DATA_DIR, SPLITS
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 MODULES = {stage.number: stage.module for stage in STAGES}
 SRC_VOCAB = Vocab(f"w{i}" for i in range(16))  # 20 ids with the specials
@@ -65,8 +65,8 @@ def test_the_same_seed_gives_bit_identical_losses_over_50_steps(number):
 HASH_CORPUS_AND_VOCAB = textwrap.dedent("""
     import hashlib, json, tempfile
     from pathlib import Path
-    from toolkit.corpus import SPLITS, write_corpus
-    from toolkit.data import load_data
+    from toolkit.text.corpus import SPLITS, write_corpus
+    from toolkit.batching.data import load_data
     folder = Path(tempfile.mkdtemp())
     write_corpus(folder)
     print(hashlib.sha256(b"".join((folder / f"{s}.jsonl").read_bytes() for s in SPLITS))
@@ -181,7 +181,7 @@ def test_float16_layernorm_linear_and_softmax_run_forward_and_backward_on_cpu():
 
 LOAD_OPUS100 = textwrap.dedent("""
     import time
-    from toolkit.corpus import CorpusUnavailable, load_corpus
+    from toolkit.text.corpus import CorpusUnavailable, load_corpus
     start = time.perf_counter()
     try:
         load_corpus("opus100")

@@ -9,12 +9,12 @@ import datasets
 import pytest
 from huggingface_hub import constants
 
-from toolkit.corpus import load_corpus
-from toolkit.corpus_errors import CorpusError, CorpusUnavailable
-from toolkit.data import load_data
-from toolkit.hub import hub_offline
-from toolkit.tokens import tokenize
-from toolkit.vocab import BOS_ID, EOS_ID
+from toolkit.batching.data import load_data
+from toolkit.text.corpus import load_corpus
+from toolkit.text.corpus_errors import CorpusError, CorpusUnavailable
+from toolkit.text.hub import hub_offline
+from toolkit.text.tokens import tokenize
+from toolkit.text.vocab import BOS_ID, EOS_ID
 
 Pair = tuple[str, str]
 SPLITS = ("train", "validation", "test")
@@ -173,7 +173,7 @@ def test_a_hub_that_answers_no_is_not_called_unreachable(monkeypatch, error, sai
     import httpx2
     from huggingface_hub import errors
 
-    from toolkit import hub
+    from toolkit.text import hub
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
@@ -192,7 +192,7 @@ class Found:
 
 
 def test_a_hub_dataset_without_a_train_split_says_so(monkeypatch):
-    from toolkit import hub
+    from toolkit.text import hub
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
@@ -450,7 +450,7 @@ def test_a_folder_needs_one_train_file(tmp_path):
 def test_given_vocabularies_are_used_as_they_are_and_nothing_is_trained(monkeypatch):
     """A resumed run reads its vocabularies from last.pt: training BPE again would cost time
     on every process, and a newer `tokenizers` could learn other merges."""
-    from toolkit import data as data_module
+    from toolkit.batching import data as data_module
 
     first = load_data(tokenizer="bpe", vocab_size=120, shared_vocab=True)
     monkeypatch.setattr(data_module, "build_vocabularies",

@@ -5,11 +5,11 @@ import torch
 
 from stages import stage01_naive_attention as stage
 from toolkit import objectives
-from toolkit.batches import collate, encode_source, encode_target, endless, loader
-from toolkit.decoding import greedy_decode
+from toolkit.batching.batches import collate, encode_source, encode_target, endless, loader
+from toolkit.learning.training import train
+from toolkit.search.decoding import greedy_decode
 from toolkit.stage_api import attention_maps
-from toolkit.training import train
-from toolkit.vocab import Vocab
+from toolkit.text.vocab import Vocab
 
 
 def make_model(seed: int = 0) -> stage.Transformer:

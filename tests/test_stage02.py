@@ -5,8 +5,8 @@ import torch
 
 from stages import stage01_naive_attention as stage01
 from stages import stage02_batching as stage
-from toolkit.batches import Batch
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.batching.batches import Batch
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 SRC_VOCAB, TGT_VOCAB = 20, 30
 

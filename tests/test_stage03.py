@@ -3,11 +3,11 @@
 import torch
 
 from stages import stage03_masking as stage
-from toolkit import properties
-from toolkit.batches import Batch
-from toolkit.decoding import greedy_decode
+from toolkit.batching.batches import Batch
+from toolkit.checkers import properties
 from toolkit.objectives import teacher_forcing
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.search.decoding import greedy_decode
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 SRC_VOCAB, TGT_VOCAB = 20, 30
 # Two sentences of unequal length with real padding; src_len != tgt_len.

@@ -5,8 +5,8 @@ import torch
 
 from stages import stage03_masking as stage03
 from stages import stage04_positional_encoding as stage
-from toolkit import properties
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.checkers import properties
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 SRC_VOCAB, TGT_VOCAB, EMBED_DIM = 20, 30, 16
 SRC = torch.tensor([[4, 9, 7, 12, 5, EOS_ID], [6, 8, EOS_ID, PAD_ID, PAD_ID, PAD_ID]])
@@ -85,7 +85,7 @@ def test_an_over_long_sequence_gets_a_clear_error():
 
 
 def test_learned_positions_can_replace_the_encoding():
-    from toolkit.positions import LearnedPositions
+    from toolkit.checkers.positions import LearnedPositions
 
     model = make_model()
     model.positions = LearnedPositions(EMBED_DIM, max_seq_len=8)

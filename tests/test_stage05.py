@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from stages import stage05_stacking as stage
-from toolkit import properties
+from toolkit.checkers import properties
 from toolkit.stage_api import count_parameters
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 SRC = torch.tensor([[4, 9, 7, 12, 5, EOS_ID], [6, 8, EOS_ID, PAD_ID, PAD_ID, PAD_ID]])
 TGT = torch.tensor([[BOS_ID, 8, 11, 6, 7], [BOS_ID, 9, 12, PAD_ID, PAD_ID]])

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from stages import stage06_ffn_layernorm as stage
-from toolkit.from_torch_nn import copy_decoder_layer, copy_encoder_layer
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.checkers.from_torch_nn import copy_decoder_layer, copy_encoder_layer
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 EMBED_DIM, FF_DIM = 16, 40
 SRC = torch.tensor([[4, 9, 7, 12, 5, EOS_ID], [6, 8, EOS_ID, PAD_ID, PAD_ID, PAD_ID]])

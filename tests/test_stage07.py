@@ -9,10 +9,10 @@ from test_stage06 import check_masks_follow_torch_seed, drop_alike
 from torch import nn
 
 from stages import stage07_multi_head as stage
-from toolkit import properties
-from toolkit.from_torch_nn import copy_attention, load_nn_transformer
+from toolkit.checkers import properties
+from toolkit.checkers.from_torch_nn import copy_attention, load_nn_transformer
 from toolkit.stage_api import attention_maps, keeping_attention
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 # embed_dim != head_dim, at least 2 heads and 2 layers, unequal lengths, real padding.
 EMBED_DIM, NUM_HEADS, FF_DIM, LAYERS = 16, 4, 40, 2
@@ -276,7 +276,7 @@ def test_keeping_attention_switches_back_off_even_if_the_block_raises():
 
 
 def test_the_torch_nn_translator_computes_our_logits():
-    from toolkit.from_torch_nn import TorchNNTranslator
+    from toolkit.checkers.from_torch_nn import TorchNNTranslator
 
     ours, _ = make_pair(torch.float64)
     translator = TorchNNTranslator(ours, NUM_HEADS, FF_DIM).to(torch.float64)
@@ -345,7 +345,7 @@ def test_tying_asks_for_what_it_needs(sizes, tie, message):
 
 
 def test_the_paper_options_still_compute_what_nn_transformer_computes():
-    from toolkit.from_torch_nn import TorchNNTranslator
+    from toolkit.checkers.from_torch_nn import TorchNNTranslator
 
     ours = paper_model(scale_embeddings=True, tie_embeddings=True).double()
     translator = TorchNNTranslator(ours, NUM_HEADS, FF_DIM).double()

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from toolkit.stagediff import stage_diff, strip_markers
+from toolkit.figures.stagediff import stage_diff, strip_markers
 
 
 def test_markers_are_stripped_and_marker_only_lines_dropped():
@@ -15,7 +15,7 @@ def test_markers_are_stripped_and_marker_only_lines_dropped():
 
 
 def test_a_moved_marker_is_not_a_change(tmp_path, monkeypatch):
-    import toolkit.stagediff as stagediff
+    import toolkit.figures.stagediff as stagediff
 
     (tmp_path / "stage01_naive_attention.py").write_text("a = 1  # New: first\nb = 2\n")
     (tmp_path / "stage02_batching.py").write_text("a = 1\nb = 2  # New: second\nc = 3\n")
@@ -71,7 +71,7 @@ def test_the_html_picks_its_layout_by_the_width_it_is_given():
 
 
 def test_a_docstring_over_several_lines_keeps_its_colour_on_each():
-    from toolkit.stagediff import highlighted
+    from toolkit.figures.stagediff import highlighted
 
     lines = highlighted(['def f():', '    """One', '    two."""', '    return 1'])
     assert len(lines) == 4

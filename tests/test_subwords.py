@@ -11,10 +11,10 @@ import unicodedata
 import pytest
 from multilingual import SAMPLE
 
-from toolkit.corpus import DATA_DIR
-from toolkit.subwords import WORD_START, SubwordVocab
-from toolkit.tokens import split_words
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK, UNK_ID
+from toolkit.text.corpus import DATA_DIR
+from toolkit.text.subwords import WORD_START, SubwordVocab
+from toolkit.text.tokens import split_words
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK, UNK_ID
 
 SENTENCES = [
     "The girl sees the dog, and the dog sees the girl.",
@@ -36,7 +36,7 @@ UNSEEN = [  # words and sentences made of the corpus's characters, never in it a
 
 HASH_IN_SUBPROCESS = """
 import hashlib, sys
-from toolkit.subwords import SubwordVocab
+from toolkit.text.subwords import SubwordVocab
 corpus = [line.split() for line in sys.stdin.read().splitlines()]
 for size in (60, 12):  # 12 is fewer than the characters: the alphabet is cut, ties included
     print(hashlib.sha256(SubwordVocab.train(corpus, max_size=size).to_json().encode()).hexdigest())

@@ -7,7 +7,7 @@ import pytest
 import regex
 from multilingual import SAMPLE
 
-from toolkit.tokens import detokenize, tokenize
+from toolkit.text.tokens import detokenize, tokenize
 
 
 def boundaries(text: str, pieces: list[str]) -> set[int]:

@@ -12,15 +12,15 @@ import pytest
 import torch
 from interruptions import TINY, differing_parameters, run, saved, single, stop_at
 
-from toolkit.checkpoints import load_checkpoint
-from toolkit.data import load_data
-from toolkit.decoding import translate
-from toolkit.metrics import bleu
+from toolkit.batching.data import load_data
+from toolkit.learning.checkpoints import load_checkpoint
 from toolkit.paths import EXAMPLES
-from toolkit.run_evaluation import evaluation_sample
-from toolkit.run_log import read_log
-from toolkit.run_options import EXTRA_LEN
-from toolkit.tokens import detokenize
+from toolkit.scoring.metrics import bleu
+from toolkit.search.decoding import translate
+from toolkit.text.tokens import detokenize
+from toolkit.train.run_evaluation import evaluation_sample
+from toolkit.train.run_log import read_log
+from toolkit.train.run_options import EXTRA_LEN
 
 STEPS = 60
 
@@ -292,8 +292,8 @@ def test_best_pt_is_written_after_the_last_pt_of_its_step(tmp_path, monkeypatch)
     """Killed between the two, a run resumes from a last.pt that already names that step
     best, and writes best.pt again from it; the other order could leave a best.pt that the
     resumed run's record does not know."""
-    from toolkit import train as train_command
-    from toolkit import training_run
+    from toolkit.train import command as train_command
+    from toolkit.train import training_run
 
     written = []
     original = training_run.save_checkpoint

@@ -2,7 +2,7 @@
 with dropout, the replicas stay identical while each process draws its own masks; and a
 two-process run killed at a random step resumes to the same bits.
 
-Each run is a real `torchrun` (`toolkit.train_ddp.launch`) on gloo over loopback, stopped
+Each run is a real `torchrun` (`toolkit.train.ddp.launch`) on gloo over loopback, stopped
 with every worker if it overstays its time limit.
 """
 
@@ -19,11 +19,11 @@ import torch
 import torch.distributed as dist
 from interruptions import TINY, ddp, differing_parameters, run, saved, stop_at
 
-from toolkit.checkpoints import load_checkpoint
-from toolkit.run_log import read_log
-from toolkit.run_options import parse_options
-from toolkit.train_ddp import data_parallel, exit_now, join_process_group, launch, parser
-from toolkit.training_run import build_model
+from toolkit.learning.checkpoints import load_checkpoint
+from toolkit.train.ddp import data_parallel, exit_now, join_process_group, launch, parser
+from toolkit.train.run_log import read_log
+from toolkit.train.run_options import parse_options
+from toolkit.train.training_run import build_model
 
 # 37 pairs make 2 steps per epoch for 2 x 8 and for 1 x 16, so 5 steps cross two epoch
 # ends, where the sampler reshuffles and drops the odd pair.
@@ -72,7 +72,7 @@ def largest_difference(a: dict, b: dict) -> float:
 
 @pytest.mark.slow
 def test_in_float64_two_processes_of_batch_b_equal_one_process_of_batch_2b(torchrun):
-    """Without the per-process loss scaling of toolkit.train_ddp (a plain DDP average of each
+    """Without the per-process loss scaling of toolkit.train.ddp (a plain DDP average of each
     process's mean loss) the parameters differ by about 3e-4: this test fails."""
     two = torchrun(nproc=2, batch_size=BATCH, dtype="float64")
     one = torchrun(nproc=1, batch_size=2 * BATCH, dtype="float64")
@@ -203,13 +203,13 @@ def test_two_processes_killed_or_stopped_resume_to_the_same_bits(tmp_path):
 
 @pytest.mark.slow
 def test_started_without_torchrun_it_says_how_to_start_it():
-    result = subprocess.run([sys.executable, "-m", "toolkit.train_ddp", "--steps", "1"],
+    result = subprocess.run([sys.executable, "-m", "toolkit.train.ddp", "--steps", "1"],
                             capture_output=True, text=True, timeout=120,
                             env={k: v for k, v in os.environ.items()
                                  if k not in ("RANK", "WORLD_SIZE")})
     assert result.returncode != 0
     assert "must be started by torchrun" in result.stderr
-    assert "torchrun --standalone --nproc-per-node 2 -m toolkit.train_ddp" in result.stderr
+    assert "torchrun --standalone --nproc-per-node 2 -m toolkit.train.ddp" in result.stderr
 
 
 if __name__ == "__main__":  # started by test_each_process_draws_its_own_dropout_masks

@@ -8,11 +8,11 @@ import torch
 import tqdm
 from torch import nn
 
-import toolkit.training
-from toolkit.batches import Batch
+import toolkit.learning.training
+from toolkit.batching.batches import Batch
+from toolkit.learning.training import evaluate_loss, train, warmup_then_decay
 from toolkit.objectives import teacher_forcing
-from toolkit.training import evaluate_loss, train, warmup_then_decay
-from toolkit.vocab import BOS_ID, EOS_ID
+from toolkit.text.vocab import BOS_ID, EOS_ID
 
 
 class Bigram(nn.Module):
@@ -48,7 +48,7 @@ def test_loss_falls_and_history_has_one_entry_per_step():
 
 def test_progress_is_a_plain_text_bar_not_a_widget():
     """A notebook widget bar renders empty offline (design §4), so it must be plain tqdm."""
-    assert toolkit.training.tqdm is tqdm.std.tqdm
+    assert toolkit.learning.training.tqdm is tqdm.std.tqdm
     progress = io.StringIO()
     train(Bigram(), teacher_forcing, forever(BATCH), steps=5, progress=progress,
           description="demo")
@@ -142,7 +142,7 @@ def test_autocast_trains_in_half_precision_and_keeps_float32_weights(dtype):
 
 def test_losses_read_in_blocks_are_the_losses_of_every_step(monkeypatch):
     """Reading the loss every LOG_EVERY steps must not lose the last, incomplete block."""
-    assert 73 % toolkit.training.LOG_EVERY != 0
+    assert 73 % toolkit.learning.training.LOG_EVERY != 0
 
     def run() -> list[float]:
         torch.manual_seed(0)
@@ -150,7 +150,7 @@ def test_losses_read_in_blocks_are_the_losses_of_every_step(monkeypatch):
                      warmup_steps=10, progress=io.StringIO()).losses
 
     blocks = run()
-    monkeypatch.setattr(toolkit.training, "LOG_EVERY", 1)
+    monkeypatch.setattr(toolkit.learning.training, "LOG_EVERY", 1)
     every_step = run()
     assert len(blocks) == 73 and all(type(loss) is float for loss in blocks)
     assert blocks == every_step

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from toolkit.tokens import detokenize, tokenize
-from toolkit.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocab
+from toolkit.text.tokens import detokenize, tokenize
+from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocab
 
 SENTENCES = [tokenize(s) for s in [
     "The dog sees the cat.", "The cats sleep.", "Twenty-one dogs see a bird.",
@@ -15,8 +15,8 @@ SENTENCES = [tokenize(s) for s in [
 ]]
 
 BUILD_IN_SUBPROCESS = """
-from toolkit.tokens import tokenize
-from toolkit.vocab import Vocab
+from toolkit.text.tokens import tokenize
+from toolkit.text.vocab import Vocab
 words = "zebra apple mango kiwi lime fig date plum pear yam oat rye".split()
 print(Vocab.build([words, words[::2], ["z", "y", "x", "w", "v"]]).itos)
 """

@@ -16,9 +16,9 @@ from pathlib import Path
 from sphinx.cmd.build import build_main
 
 from course_site.pages import DIFFS, diff_name, diff_page, guide_page, index_page, stage_number
-from toolkit.ladder import CHART_PATH
+from course_tools.ladder import CHART_PATH
+from course_tools.student import student_version
 from toolkit.paths import PROJECT_ROOT
-from toolkit.student import student_version
 
 EXECUTED = PROJECT_ROOT / "build" / "notebooks"
 GUIDE = PROJECT_ROOT / "docs" / "teaching.md"

@@ -4,9 +4,9 @@
 import re
 from pathlib import Path
 
-from toolkit.ladder import CHART_PATH, load_runs, table
+from course_tools.ladder import CHART_PATH, load_runs, table
+from toolkit.figures.stagediff import stage_diff
 from toolkit.outline import STAGES
-from toolkit.stagediff import stage_diff
 
 # Each stage against the one before it, and the whole journey from the first to the last.
 DIFFS = [(s.number - 1, s.number) for s in STAGES[1:]] + [(STAGES[0].number, STAGES[-1].number)]

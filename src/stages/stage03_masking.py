@@ -11,7 +11,7 @@ from torch import nn
 
 from toolkit import objectives
 from toolkit.stage_api import check_same_batch, check_token_ids, constructor_arguments
-from toolkit.vocab import PAD_ID
+from toolkit.text.vocab import PAD_ID
 
 # The causal mask hides each target's future, so every position may be scored at once.
 objective = objectives.teacher_forcing  # New: teacher forcing on the whole shifted target

@@ -8,7 +8,7 @@ heads get wider.
 
 Stage 07 is also the model the course trains on real text, so two things that cost nothing
 to read make it fast to use: attention weights are kept only when the plots ask for them,
-and decoding can pass a cache (toolkit.cached_decoding) so that each new token reuses the
+and decoding can pass a cache (toolkit.search.cached_decoding) so that each new token reuses the
 keys and values of the tokens before it instead of recomputing them.
 """
 
@@ -19,7 +19,7 @@ from torch import nn
 
 from toolkit import objectives
 from toolkit.stage_api import check_same_batch, check_token_ids, constructor_arguments
-from toolkit.vocab import PAD_ID
+from toolkit.text.vocab import PAD_ID
 
 # The causal mask hides each target's future, so every position may be scored at once.
 objective = objectives.teacher_forcing
@@ -53,7 +53,7 @@ class MultiHeadAttention(nn.Module):
         key_padding_mask: torch.Tensor | None = None,  # (batch, kv_len), True at <pad>
         attn_mask: torch.Tensor | None = None,  # (q_len, kv_len), True where hidden
         is_causal: bool = False,  # New: attn_mask is the causal mask (a hint, as in nn.*)
-        cache=None,  # New: toolkit.cached_decoding's store of earlier keys and values
+        cache=None,  # New: toolkit.search.cached_decoding's store of earlier keys and values
     ) -> torch.Tensor:
         # query: (batch, q_len, embed_dim), key_value: (batch, kv_len, embed_dim)
         q = self.split_heads(self.q_proj(query))  # (batch, heads, q_len, head_dim)  # New:
@@ -74,7 +74,7 @@ class MultiHeadAttention(nn.Module):
 
     def attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden: torch.Tensor | None,
-        is_causal: bool = False,  # unused here, where hidden says it all; toolkit.sdpa uses it
+        is_causal: bool = False,  # unused here, where hidden says it all; checkers.sdpa uses it
     ) -> torch.Tensor:
         """softmax(Q K^T / sqrt(d_k)) V on every head at once: the one place the maths lives."""
         scores = q @ k.transpose(-2, -1) / self.scale  # (batch, heads, q_len, kv_len)  # New:

@@ -10,9 +10,9 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from toolkit.batches import Batch
+from toolkit.batching.batches import Batch
 from toolkit.stage_api import forward_batch
-from toolkit.vocab import PAD_ID
+from toolkit.text.vocab import PAD_ID
 
 
 class TokenLoss(NamedTuple):

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from toolkit.vocab import PAD_ID
+from toolkit.text.vocab import PAD_ID
 
 
 def forward_batch(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:

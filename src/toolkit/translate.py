@@ -17,11 +17,11 @@ import sys
 
 import torch
 
-from toolkit.batches import encode_source
-from toolkit.checkpoints import CheckpointError, load_checkpoint
-from toolkit.decoding import EXTRA_LEN, PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, translate
+from toolkit.batching.batches import encode_source
 from toolkit.device import pick_device
-from toolkit.subwords import SubwordVocab
+from toolkit.learning.checkpoints import CheckpointError, load_checkpoint
+from toolkit.search.decoding import EXTRA_LEN, PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, translate
+from toolkit.text.subwords import SubwordVocab
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from course_site.pages import DIFFS, diff_name
-from toolkit.student import CHECK, SOLUTION, tags
+from course_tools.student import CHECK, SOLUTION, tags
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE, STUDENT_SITE = ROOT / "site", ROOT / "site-student"

@@ -13,8 +13,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from course_tools.student import CHECK, SOLUTION, STUB, tags
 from toolkit.paths import PROJECT_ROOT
-from toolkit.student import CHECK, SOLUTION, STUB, tags
 
 FOLDER = PROJECT_ROOT / "build" / "student"
 NOTEBOOKS = sorted(FOLDER.glob("*.ipynb"))

@@ -1,0 +1,127 @@
+"""What each of the paper's training options buys: notebook 10's ablation, on one budget.
+
+`python -m course_tools.ablation` (what `make ablation` runs) trains the stage-07 model with the
+paper's full recipe (`recipes.PAPER`), then without each option in turn: the same budget for
+every row, and every row on each seed of `recipes.SEEDS` (the seed sets the initial weights,
+the order of the pairs and the dropout masks), so a difference can be read against the spread
+between seeds. It also trains stage 07 on the ladder's recipe with unscaled attention scores,
+for notebook 07, and on subwords instead of words for notebook 12.
+`python -m course_tools.ablation "ROW NAME" ...` recomputes only the named rows. Two runs go at a
+time, one thread each. It writes `assets/ablation.json`,
+whose rows carry the same hashes as the ladder's rungs, so numbers computed on other code
+show as stale.
+"""
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from course_tools import ladder
+from course_tools.ladder import METRICS, Rung, mean_sd, spread
+from toolkit.learning.recipes import PAPER, RECIPES
+
+ABLATION_PATH = ladder.LADDER_PATH.with_name("ablation.json")
+TABLE_START = "<!-- ablation table: written by make ablation -->"
+TABLE_END = "<!-- end of ablation table -->"
+FULL = "the paper's recipe"
+SMALL_INIT = PAPER.model["embed_dim"] ** -0.5  # the std that scale_embeddings=True sets
+NO_SCALE = {**PAPER.model, "scale_embeddings": False}
+VARIANTS = {
+    FULL: PAPER,
+    "no warm-up (peak rate from step 1, the same decay after)": replace(
+        PAPER, schedule="decay_only"),
+    "no schedule (constant rate: no warm-up, no decay)": replace(PAPER, schedule="constant"),
+    "without label smoothing": replace(PAPER, label_smoothing=0.0),
+    "without dropout": replace(PAPER, model={**PAPER.model, "dropout": 0.0}),
+    "Adam with PyTorch's defaults": replace(PAPER, betas=(0.9, 0.999), eps=1e-8),
+    "without the sqrt(d) scale (init std d^-0.5 kept, tied)": replace(
+        PAPER, model=NO_SCALE, embedding_std=SMALL_INIT),
+    "without the sqrt(d) scale, init std 1 (tied: out_proj starts at std 1)": replace(
+        PAPER, model=NO_SCALE),
+    "without the sqrt(d) scale, init std 1, untied": replace(
+        PAPER, model={**NO_SCALE, "tie_embeddings": False}),
+    "sqrt(d) scale with init std 1 (tied)": replace(PAPER, embedding_std=1.0),
+    "without tied embeddings (scale and init kept)": replace(
+        PAPER, model={**PAPER.model, "tie_embeddings": False}),
+    "none of them: plain Adam at a constant 1e-3": replace(
+        PAPER, model=RECIPES[7].model, lr=1e-3, schedule="constant", label_smoothing=0.0,
+        betas=(0.9, 0.999), eps=1e-8),
+}
+# Notebook 07: the 1/sqrt(head_dim) scale measured alone, on the ladder's recipe and budget.
+UNSCALED = "stage 07, scores not divided by sqrt(head_dim)"
+LADDER_VARIANTS = {UNSCALED: replace(RECIPES[7], attention_scale=1.0)}
+# Notebook 12: stage 07 on the ladder's recipe and budget, reading subwords instead of words.
+SUBWORDS = "stage 07, BPE subwords (300, shared)"
+SUBWORD_DATA = {"tokenizer": "bpe", "vocab_size": 300, "shared_vocab": True}
+DATA_VARIANTS = {SUBWORDS: (RECIPES[7], SUBWORD_DATA)}  # name -> (recipe, load_data options)
+
+
+def load_ablation(path: Path = ABLATION_PATH) -> dict[str, list[Rung]]:
+    """The committed runs, every seed, by variant name; empty until `make ablation` has run."""
+    rows: dict[str, list[Rung]] = {}
+    for run in ladder.load_runs(path, key="rows"):
+        rows.setdefault(run.title, []).append(run)
+    return rows
+
+
+def table(rows: dict[str, list[Rung]]) -> pd.DataFrame:
+    """Each variant's mean ± sd over seeds, and what removing its option cost on average."""
+    summary = spread([run for runs in rows.values() for run in runs])
+    full = summary.loc[FULL, ("exact match %", "mean")]
+    frame = pd.DataFrame([{
+        "variant": name, **{metric: mean_sd(summary, name, metric) for metric in METRICS},
+        "exact match vs full recipe": round(summary.loc[name, ("exact match %", "mean")] - full, 1),
+        "seeds": int(summary.loc[name, ("seeds", "n")]),
+    } for name in rows])
+    return frame.set_index("variant")
+
+
+def markdown_table(rows: dict[str, list[Rung]]) -> str:
+    """The README's ablation table, read from ablation.json like the ladder's."""
+    frame = table({name: rows[name] for name in VARIANTS if name in rows})
+    lines = ["| variant | exact match % | BLEU | held-out exact match % | vs full recipe |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {name} | {row['exact match %']} | {row['BLEU']} | "
+              f"{row['held-out exact match %']} | {row['exact match vs full recipe']:+.1f} |"
+              for name, row in frame.iterrows()]
+    seeds = int(frame["seeds"].min())
+    return "\n".join(lines) + (f"\n\nMean ± standard deviation over {seeds} seeds; the last "
+                               f"column is the change in mean exact match.")
+
+
+def jobs(names: list[str]) -> list[ladder.Job]:
+    """Every seed of the named rows, in the order the file keeps them."""
+    recipes = {**VARIANTS, **LADDER_VARIANTS}
+    return [(7, recipe, name) if name in recipes else (7, recipe, name, DATA_VARIANTS[name][1])
+            for name in names
+            for recipe in ladder.with_seeds(recipes.get(name) or DATA_VARIANTS[name][0])]
+
+
+def every_row() -> list[str]:
+    """Every row's name, in the order the file keeps them."""
+    return [*VARIANTS, *LADDER_VARIANTS, *DATA_VARIANTS]
+
+
+def main(names: list[str]) -> None:
+    """Run the named rows (all by default) on every seed, two at a time, merged into the
+    committed file; write the table. A paper-recipe run took 2 to 9 minutes in the last
+    `make ablation` (`training_seconds`, two runs sharing two cores with other work)."""
+    every = every_row()
+    unknown = sorted(set(names) - set(every))
+    if unknown:
+        raise SystemExit(f"no ablation rows named {unknown}; the rows are: {every}")
+    names = names or every
+    fresh = ladder.train_all(jobs(names))
+    kept = {name: runs for name, runs in load_ablation().items() if name not in names}
+    runs = [run for name in every for run in
+            (kept.get(name, []) + [r for r in fresh if r.title == name])]
+    ladder.save_runs(runs, ABLATION_PATH, key="rows")
+    print(table(load_ablation()).to_string())
+    ladder.write_readme_section(TABLE_START, TABLE_END, markdown_table(load_ablation()))
+    print(f"wrote {ABLATION_PATH} and the README's ablation table")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,158 @@
+"""The paper recipe's run, trained once and kept: notebook 10's model, the ablation's full row.
+
+Stage 07 trained with `recipes.PAPER` on the built-in corpus is the ablation's full row
+(`make ablation` trains it the same way) and notebook 10's model. Two minutes of training is
+worth doing once: the run is kept in `build/paper-run/` under a key made of fingerprints of
+the code that trains it (stage 07, the training code, this module), of the corpus, the
+recipe, the seed, the device, the thread count and the PyTorch version. Change any of them
+and the next call trains afresh; so does `fresh=True`. A test proves a kept run gives the
+same numbers as training afresh.
+
+Besides the final weights, the run keeps the weights after each of its last `AVERAGED`
+multiples of `SAVE_EVERY` steps, the checkpoints the paper averages (its base models average
+the last 5 checkpoints, written 10 minutes apart), for a decoder of the same run to average.
+"""
+
+import hashlib
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from course_tools import ladder
+from course_tools.fingerprints import code_fingerprint
+from toolkit.batching.batches import Batch, endless, loader
+from toolkit.batching.data import CourseData, load_data
+from toolkit.learning.averaging import average_state_dicts
+from toolkit.learning.recipes import PAPER, Recipe
+from toolkit.learning.training import History, train
+from toolkit.paths import PROJECT_ROOT
+
+RUNS = PROJECT_ROOT / "build" / "paper-run"
+SAVE_EVERY, AVERAGED = 50, 5
+State = dict[str, torch.Tensor]
+
+
+@dataclass
+class PaperRun:
+    """The trained model, its loss history, and its weights at the last checkpoints."""
+
+    model: nn.Module
+    history: History
+    checkpoints: dict[int, State]  # step -> weights after that step
+    recipe: Recipe
+    data: CourseData
+    loaded_from: Path | None = None  # where it was read from, if it was not trained now
+
+    def averaged(self, last: int | None = None) -> nn.Module:
+        """A copy of the model holding the mean of the `last` kept checkpoints' weights (all
+        of them by default)."""
+        last = len(self.checkpoints) if last is None else last
+        if not 1 <= last <= len(self.checkpoints):
+            raise ValueError(f"this run kept {len(self.checkpoints)} checkpoints "
+                             f"(steps {sorted(self.checkpoints)}): average 1 to "
+                             f"{len(self.checkpoints)} of them, not {last}")
+        newest = sorted(self.checkpoints)[-last:]
+        model = ladder.build(7, self.data, self.recipe).to(next(self.model.parameters()).device)
+        model.load_state_dict(average_state_dicts([self.checkpoints[s] for s in newest]))
+        return model.eval()
+
+
+class Checkpointing(Iterator[Batch]):
+    """Hands out the batches and keeps the model's weights after the chosen steps: `train`
+    asks for step k + 1's batch after step k's update, and for none after the last."""
+
+    def __init__(self, batches: Iterator[Batch], model: nn.Module, steps: set[int]):
+        self.batches, self.model, self.steps = batches, model, steps
+        self.done = 0  # steps whose update is finished when the next batch is asked for
+        self.kept: dict[int, State] = {}
+
+    def __next__(self) -> Batch:
+        self.keep()
+        self.done += 1
+        return next(self.batches)
+
+    def keep(self) -> None:
+        if self.done in self.steps:
+            self.kept[self.done] = {name: tensor.detach().clone()
+                                    for name, tensor in self.model.state_dict().items()}
+
+
+def checkpoint_steps(steps: int) -> set[int]:
+    """The last AVERAGED multiples of SAVE_EVERY up to the end of the run."""
+    return {steps - SAVE_EVERY * i for i in range(AVERAGED) if steps - SAVE_EVERY * i > 0}
+
+
+def key(recipe: Recipe, device: torch.device | str) -> str:
+    """What decides every bit of the run; a kept run is used only under the same key."""
+    code = code_fingerprint([Path(__file__), Path(ladder.__file__)])
+    parts = [ladder.toolkit_hash(), ladder.stage_hash(7), ladder.corpus_hash(), code,
+             repr(sorted(asdict(recipe).items())), str(torch.device(device)),
+             str(torch.get_num_threads()), torch.__version__]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+
+
+def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device | str = "cpu",
+              recipe: Recipe = PAPER, runs: Path = RUNS) -> PaperRun:
+    """The paper recipe's run on `seed`: read back if it was kept under the same key, else
+    trained (with a progress bar) and kept. `fresh=True` trains it whatever is kept. While
+    another process trains the same run (notebooks 10 and 13 side by side), this one waits
+    for it rather than training it a second time."""
+    recipe = replace(recipe, seed=seed)
+    data = load_data()
+    path = runs / f"seed{seed}-{key(recipe, device)}.pt"
+    runs.mkdir(parents=True, exist_ok=True)
+    with one_at_a_time(path.with_suffix(".lock")):
+        model = ladder.build(7, data, recipe).to(device)
+        if path.exists() and not fresh:  # read back
+            kept = torch.load(path, map_location=device, weights_only=True)
+            model.load_state_dict(kept["model"])
+            return PaperRun(model.eval(), History(**kept["history"]), kept["checkpoints"],
+                            recipe, data, path)
+        batches = Checkpointing(endless(loader(data.train, recipe.batch_size,
+                                               seed=recipe.seed)),
+                                model, checkpoint_steps(recipe.steps))
+        history = train(model, sys.modules[type(model).__module__].objective, batches,
+                        device=device, description=f"paper recipe, seed {seed}",
+                        **recipe.training())
+        batches.keep()  # the last step asks for no batch after it
+        partial = path.with_suffix(".partial")
+        torch.save({"model": model.state_dict(), "history": asdict(history),
+                    "checkpoints": batches.kept}, partial)
+        partial.replace(path)  # atomic: a reader never sees half a file
+        return PaperRun(model.eval(), history, batches.kept, recipe, data)
+
+
+@contextmanager
+def one_at_a_time(lock: Path) -> Iterator[None]:
+    """Hold an exclusive lock on a file while the block runs (where the system has flock)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: two processes may then both train, and both keep the same
+        yield
+        return
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def main(seeds: list[int]) -> None:
+    """Train (or find kept) the runs notebooks 10 and 13 read, as `make notebooks` does
+    before executing them, so that neither notebook spends its time budget training."""
+    torch.set_num_threads(1)  # as the notebooks run, so that they find it under the same key
+    for seed in seeds or [PAPER.seed]:
+        run = paper_run(seed)
+        how = "found kept" if run.loaded_from else f"trained in {run.history.seconds:.0f} s"
+        print(f"paper recipe, seed {seed}: {how}, final training loss "
+              f"{run.history.final_loss():.3f}")
+
+
+if __name__ == "__main__":
+    main([int(arg) for arg in sys.argv[1:]])

@@ -1,0 +1,104 @@
+"""Write the student notebooks: every solution cell left out, its stub kept, outputs cleared.
+
+The course notebooks are the teacher's version: each exercise has a stub cell (tag `stub`),
+one possible answer (tag `solution`) and a check cell (tag `check`), and CI runs them end to
+end, so every answer is known to pass its check. `python -m course_tools.student` (what
+`make student` runs) writes the copies a class gets to student/; they are never committed.
+A copy that already exists is kept, since it may hold a student's work: delete it to get a
+fresh one, or pass --overwrite.
+"""
+
+import argparse
+import ast
+import copy
+import json
+import sys
+from pathlib import Path
+
+from toolkit.paths import PROJECT_ROOT
+
+NOTEBOOKS = PROJECT_ROOT / "notebooks"
+STUDENT = PROJECT_ROOT / "student"
+STUB, SOLUTION, CHECK = "stub", "solution", "check"
+
+
+class ExerciseLayoutError(ValueError):
+    """A solution cell the generator cannot pair with its stub, so it refuses to guess."""
+
+
+def tags(cell: dict) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def defined_names(cell: dict) -> set[str]:
+    """The functions a cell defines: a stub and its solution must define the same ones."""
+    tree = ast.parse("".join(cell["source"]))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+def student_version(notebook: dict, name: str, keep_outputs: bool = False) -> dict:
+    """Leave out each solution cell, after checking that the stub just before it matches.
+
+    A notebook to work in has every output cleared; one to read (`keep_outputs`, the site's
+    student edition) keeps them, except the checks', which would show the answers passing.
+    """
+    cells: list[dict] = []
+    for cell in notebook["cells"]:
+        if SOLUTION in tags(cell):
+            stub = cells[-1] if cells else {}
+            if STUB not in tags(stub) or defined_names(stub) != defined_names(cell):
+                raise ExerciseLayoutError(
+                    f"{name}: solution cell {cell.get('id')!r} must come right after a cell "
+                    f"tagged {STUB!r} that defines the same functions "
+                    f"({', '.join(sorted(defined_names(cell))) or 'none'})"
+                )
+            continue
+        cell = copy.deepcopy(cell)
+        if cell["cell_type"] == "code" and (not keep_outputs or CHECK in tags(cell)):
+            cell["outputs"], cell["execution_count"] = [], None
+        cells.append(cell)
+    return {**notebook, "cells": cells}
+
+
+def write_student_notebooks(source: Path = NOTEBOOKS, target: Path = STUDENT,
+                            overwrite: bool = False) -> dict[str, int | None]:
+    """Write one student copy per notebook; return how many answers each one left out.
+
+    A copy already in `target` is kept (its count is None) unless `overwrite` is set.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    left_out: dict[str, int | None] = {}
+    for path in sorted(source.glob("*.ipynb")):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        student = student_version(notebook, path.name)  # checks every layout, even if kept
+        if (target / path.name).exists() and not overwrite:
+            left_out[path.name] = None
+            continue
+        left_out[path.name] = len(notebook["cells"]) - len(student["cells"])
+        text = json.dumps(student, indent=1, ensure_ascii=False) + "\n"
+        (target / path.name).write_text(text, encoding="utf-8")
+    return left_out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_tools.student", description=__doc__)
+    parser.add_argument("--to", type=Path, default=STUDENT, help="the folder to write")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace copies that already exist (and any work in them)")
+    args = parser.parse_args(argv)
+    try:
+        left_out = write_student_notebooks(target=args.to, overwrite=args.overwrite)
+    except ExerciseLayoutError as error:
+        print(f"make student: {error}", file=sys.stderr)
+        return 1
+    for name, count in left_out.items():
+        if count is None:
+            print(f"{name}: kept the copy already in {args.to} (delete it for a fresh one)")
+        else:
+            print(f"{name}: written, {count} solution cell{'s' * (count != 1)} left out")
+    print(f"{len(left_out)} notebooks in {args.to}; give this folder to the class")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

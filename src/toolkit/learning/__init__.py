@@ -1,0 +1,12 @@
+"""Training a stage: the loop and its optimiser, each stage's recipe, checkpoints and
+checkpoint averaging."""
+
+from toolkit.lazy_exports import lazy_exports
+
+# What the notebooks import from here, by module; `from toolkit.learning import X` loads
+# only X's module.
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "checkpoints": ["load_checkpoint"],
+    "recipes": ["PAPER", "RECIPES"],
+    "training": ["History", "PaperOptimizer", "evaluate_loss", "train", "warmup_then_decay"],
+})

@@ -1,0 +1,214 @@
+"""A long training run of stage 07: evaluation while it trains, checkpoints, and exact resume.
+
+`python -m toolkit.train` runs it in one process and `toolkit.train.ddp` in each of
+torchrun's; the loop below is the same code for both, and one process is simply a world of
+size one (`toolkit.train.world`). Every `--eval-every` steps the main process measures the
+validation loss and BLEU on a fixed sample of validation sentences, keeps the best model by
+BLEU in best.pt, and redraws chart.png. Every `--save-every` steps (and at the end, and on
+Ctrl-C or SIGTERM) last.pt takes everything the next step depends on (toolkit.train.run_state),
+written whole or not at all; `--resume` goes on from it, and on CPU ends bit for bit where
+an uninterrupted run ends (tests/test_train_command.py kills runs with SIGKILL to check).
+
+The loop's parts live beside it, one job each: what is measured and when a run stops early
+(`run_evaluation`), the output folder and the checkpoints kept for averaging
+(`run_files`), speed (`throughput`), signals (`stop_requests`) and the closing report
+(`run_report`), all in `toolkit.train`.
+"""
+
+import argparse
+import contextlib
+import math
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from tqdm import tqdm  # plain text: it must read the same in a terminal, a log and CI
+
+from stages import stage07_multi_head as stage
+from toolkit.batching.data import load_data
+from toolkit.learning.checkpoints import save_checkpoint, vocabularies_from
+from toolkit.learning.training import PaperOptimizer
+from toolkit.stage_api import count_parameters
+from toolkit.train.batch_plan import BatchPlan
+from toolkit.train.run_evaluation import (
+    evaluate_during_training,
+    evaluation_sample,
+    record_evaluation,
+)
+from toolkit.train.run_files import average_kept, check_output, keep_for_averaging
+from toolkit.train.run_log import RunLog
+from toolkit.train.run_options import PRECISIONS, data_settings, model_settings, run_settings
+from toolkit.train.run_report import RunResult
+from toolkit.train.run_state import (
+    Progress,
+    check_same_run,
+    data_fingerprint,
+    load_run_state,
+    optimizer_state,
+    random_streams,
+    restore_optimizer,
+    restore_random_streams,
+)
+from toolkit.train.stop_requests import StopRequests
+from toolkit.train.throughput import Window
+from toolkit.train.world import World
+
+
+def build_model(
+    args: argparse.Namespace, src_vocab_size: int, tgt_vocab_size: int, world: World,
+    wrap: Callable[[nn.Module], nn.Module] = lambda model: model,
+) -> tuple[nn.Module, nn.Module]:
+    """Equal replicas in every process, then a random stream of each one's own for dropout.
+
+    Returns the model and what trains it (a DDP replica, or the model itself). With one seed
+    everywhere, every process would draw the same dropout masks for its own sentences; so
+    each seeds its stream with seed + 1 + rank, which also never replays the numbers that drew
+    the initial weights.
+    """
+    torch.manual_seed(args.seed)  # the same initial weights everywhere; DDP also copies rank 0's
+    model = stage.Transformer(src_vocab_size, tgt_vocab_size, **model_settings(args))
+    model = model.to(world.device, PRECISIONS[args.precision][0])
+    replica = wrap(model)
+    torch.manual_seed(args.seed + 1 + world.rank)
+    return model, replica
+
+
+def run_training(
+    args: argparse.Namespace, world: World,
+    wrap: Callable[[nn.Module], nn.Module] = lambda model: model,
+) -> RunResult:
+    """Train (or resume) the run `args` describes; `wrap` makes a DDP replica of the model."""
+    try:
+        check_output(args, world.rank)
+    except SystemExit as refusal:  # every process meets it; one says why
+        raise SystemExit(refusal.code if world.main else 2) from None
+    autocast = PRECISIONS[args.precision][1]
+    if autocast == torch.float16 and world.device.type == "cpu":
+        raise SystemExit("--precision fp16 needs a GPU; on CPU use --precision bf16")
+    last = args.output / "last.pt"
+    saved = load_run_state(last) if args.resume else None
+    # Every process loads the corpus; one says what its filters removed. A resumed run reads
+    # its vocabularies from last.pt rather than train them again.
+    vocabularies = vocabularies_from(saved, last) if saved is not None else None
+    with world.leader_first(), contextlib.redirect_stdout(sys.stdout if world.main else None):
+        data = load_data(args.corpus, args.src_lang, args.tgt_lang, **data_settings(args),
+                         vocabularies=vocabularies)
+    pairs = data.train[: args.train_pairs] if args.train_pairs else data.train
+    plan = BatchPlan(pairs, args.batch_size, args.max_tokens, args.seed, world.size)
+    # Rounded first: 0.1 epoch of 30 steps is 3 steps, not ceil(3.0000000000000004) = 4.
+    total_steps = args.steps or math.ceil(round(args.epochs * plan.steps_per_epoch, 6))
+    settings = run_settings(args)
+    fingerprint = data_fingerprint(data.src_vocab, data.tgt_vocab, pairs)
+    if len(set(world.gather(fingerprint))) > 1:  # each machine reads and tokenizes on its own
+        raise ValueError("the processes loaded different training pairs or vocabularies: "
+                         "give every machine the same corpus files and options")
+
+    model, replica = build_model(args, len(data.src_vocab), len(data.tgt_vocab), world, wrap)
+    generator = torch.Generator().manual_seed(args.seed)
+    optimizer = PaperOptimizer(replica, args.lr, args.warmup_steps, args.schedule, args.betas,
+                               args.eps, autocast=autocast)
+    progress = Progress()
+    if saved is not None:
+        check_same_run(saved["training"], settings, fingerprint, world.size, last)
+        model.load_state_dict(saved["state_dict"])
+        restore_optimizer(optimizer, saved["training"]["optimizer"])
+        restore_random_streams(saved["training"]["random"][world.rank], generator, world.device)
+        progress = Progress(**saved["training"]["progress"])
+        del saved  # a second copy of the weights
+        if world.main and progress.best_step == progress.step:  # best.pt may not be written
+            save_checkpoint(args.output / "best.pt", model, data.src_vocab, data.tgt_vocab)
+        if progress.step >= total_steps:
+            raise ValueError(f"{last} is at step {progress.step} already: give --steps (or "
+                             f"--epochs) beyond it to train on")
+    log = RunLog(args.output, keep_through=progress.step) if world.main else None
+    if world.main:
+        print(f"stage 07, {count_parameters(model):,} parameters, on {world.device} x "
+              f"{world.size}; {len(pairs):,} training pairs, {plan.steps_per_epoch:,} steps "
+              f"per epoch; " + (f"resuming at step {progress.step + 1} of {total_steps:,}"
+                                if args.resume else f"{total_steps:,} steps"), flush=True)
+
+    def save(scheduled: bool) -> None:
+        nonlocal start
+        progress.seconds += time.perf_counter() - start
+        start = time.perf_counter()
+        streams = world.gather(random_streams(generator, world.device))  # every process
+        if world.main and scheduled and args.average_last:
+            keep_for_averaging(model, data, args.output, progress.step, args.average_last)
+        if world.main:
+            training = {"settings": settings, "data": fingerprint, "world_size": world.size,
+                        "optimizer": optimizer_state(optimizer), "random": streams,
+                        "progress": vars(progress)}
+            save_checkpoint(last, model, data.src_vocab, data.tgt_vocab, training)
+
+    sample = evaluation_sample(data, args.eval_sentences, args.seed)
+    start = time.perf_counter()
+    first_step, window = progress.step + 1, Window()
+    stopped_by, early_stop, new_best, signature = None, False, False, ""
+    bar = tqdm(total=total_steps, initial=progress.step, desc="training", unit="step",
+               ascii=True, ncols=90, mininterval=2.0, file=sys.stderr, disable=not world.main)
+    with StopRequests() as stop:
+        for step in range(first_step, total_steps + 1):
+            batch = plan.batch(step - 1, world.rank)
+            if world.device.type == "cuda":  # from page-locked memory the host need not wait
+                batch = batch.pin_memory()
+            batch = batch.to(world.device, non_blocking=True)
+            with optimizer.forward_context():
+                scored = stage.objective(replica, batch, generator,
+                                         label_smoothing=args.label_smoothing)
+            totals, asked = world.step_totals(scored.total, scored.tokens,
+                                              stop.signal is not None)
+            # DDP averages gradients over processes; multiplying by their number turns that
+            # average into the gradient of the mean over *all* the step's targets.
+            lr = optimizer.step(scored.total * world.size / totals[1])
+            progress.step = step
+            window.add(totals, len(plan.indices(step - 1)))
+            # All processes stop after the same step, even if only one was signalled.
+            if asked:
+                stopped_by = world.largest(stop.signal or 0)
+                with window.excluding():
+                    save(scheduled=False)
+                break
+            evaluate_now = step % args.eval_every == 0 or step == total_steps
+            log_now = step % args.log_every == 0 or evaluate_now  # every evaluation gets a row
+            row = window.read() if log_now else {}
+            if evaluate_now:
+                with window.excluding():
+                    if world.main:
+                        scores = evaluate_during_training(model, data, sample, world.device)
+                        signature = scores.pop("bleu_signature")
+                        row |= scores
+                        early_stop = record_evaluation(progress, row["val_bleu"], args.patience,
+                                                    step)
+                    early_stop = world.any(early_stop)
+                    new_best = world.any(world.main and progress.best_step == step)
+            if row and world.main:
+                log.add(step=step, epoch=plan.epoch_of(step - 1), lr=lr, **row)
+                if "val_bleu" in row:
+                    with window.excluding():
+                        log.draw()
+            scheduled = step % args.save_every == 0 or step == total_steps
+            if scheduled or early_stop or new_best:
+                with window.excluding():
+                    save(scheduled)
+                    # best.pt after last.pt: a run killed between the two resumes from a
+                    # last.pt that names this step best, and writes best.pt from it again.
+                    if new_best and world.main:
+                        save_checkpoint(args.output / "best.pt", model, data.src_vocab,
+                                        data.tgt_vocab)
+            new_best = False
+            bar.update()
+            if "loss" in row:
+                bar.set_postfix(loss=f"{row['loss']:.3f}", refresh=False)
+            if early_stop:
+                break
+    bar.close()
+    averaged = None
+    if world.main and args.average_last and stopped_by is None:
+        averaged = average_kept(args.output, progress.step, args.save_every)
+    return RunResult(model, data, progress, progress.step - first_step + 1, window.pairs,
+                     window.training_seconds(), stopped_by, early_stop, averaged, signature,
+                     len(sample))
+
+
