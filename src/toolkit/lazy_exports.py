@@ -7,6 +7,8 @@ it offers, module by module, and each is imported on first use (PEP 562's `__get
 """
 
 import importlib
+import pkgutil
+import sys
 from collections.abc import Callable
 
 
@@ -14,6 +16,11 @@ def lazy_exports(package: str, modules: dict[str, list[str]]
                  ) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
     """The package's `__getattr__`, `__dir__` and `__all__` for these names of its modules."""
     home = {name: module for module, names in modules.items() for name in names}
+    # Importing a submodule sets the package's attribute of its name, which would then hide
+    # a function of the same name (search.beam_search the module, beam_search the function).
+    submodules = {info.name for info in pkgutil.iter_modules(sys.modules[package].__path__)}
+    if clashes := sorted(set(home) & submodules):
+        raise ValueError(f"{package} cannot offer {clashes}: each is also a module's name")
 
     def __getattr__(name: str) -> object:
         if name not in home:  # a submodule is then imported as usual, by the import system

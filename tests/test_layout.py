@@ -1,0 +1,86 @@
+"""The packages keep their promises: a short import loads only what it names, every name a
+package offers is really there, and an import from before the packages says where to go."""
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolkit.old_paths import MOVED
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARY = ["text", "batching", "learning", "search", "scoring", "figures", "checkers"]
+
+
+def fresh_python(code: str) -> str:
+    """Run `code` in a new interpreter, so that no earlier import hides what it loads."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=ROOT).stdout
+
+
+@pytest.mark.parametrize("package", LIBRARY)
+def test_every_name_a_package_offers_is_the_one_in_its_module(package):
+    module = importlib.import_module(f"toolkit.{package}")
+    assert module.__all__, f"toolkit.{package} offers nothing"
+    for name in module.__all__:
+        value = getattr(module, name)
+        owners = [path.stem for path in Path(module.__file__).parent.glob("[!_]*.py")
+                  if getattr(importlib.import_module(f"toolkit.{package}.{path.stem}"), name,
+                             None) is value]
+        assert owners, f"toolkit.{package}.{name} is in none of its modules"
+
+
+def test_a_short_import_loads_only_the_module_it_names():
+    loaded = json.loads(fresh_python(
+        "import json, sys\n"
+        "from toolkit.text import Vocab\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('toolkit'))))"))
+    assert "toolkit.text.vocab" in loaded
+    assert not {"toolkit.text.corpus", "toolkit.text.subwords", "toolkit.text.hub"} & set(loaded)
+
+
+def test_a_stage_loads_no_corpus_reader_and_no_training_loop():
+    loaded = json.loads(fresh_python(
+        "import json, sys\n"
+        "import stages.stage07_multi_head\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('toolkit'))))"))
+    assert not [m for m in loaded if m.startswith(("toolkit.learning", "toolkit.search",
+                                                   "toolkit.train", "toolkit.text.corpus"))]
+
+
+@pytest.mark.parametrize("statement", [
+    "import toolkit.vocab",
+    "from toolkit import beam_search",
+    "from toolkit.training import train",
+    "import toolkit.ladder",
+])
+def test_an_import_from_before_the_packages_names_the_new_module(statement):
+    old = statement.split()[1] if statement.startswith("import") else (
+        statement.split()[1] + "." + statement.split()[3]
+        if statement.split()[1] == "toolkit" else statement.split()[1])
+    with pytest.raises(ModuleNotFoundError, match=f"{old} moved to {MOVED[old]}"):
+        exec(statement, {})
+
+
+def test_every_old_path_points_at_a_module_that_exists():
+    for old, new in MOVED.items():
+        assert importlib.util.find_spec(new) is not None, f"{old} points at {new}, not there"
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(old)
+
+
+def test_an_old_python_m_command_says_where_it_went():
+    result = subprocess.run([sys.executable, "-m", "toolkit.train_ddp"], capture_output=True,
+                            text=True, cwd=ROOT)
+    assert result.returncode != 0
+    assert "toolkit.train_ddp moved to toolkit.train.ddp" in result.stderr
+
+
+def test_a_package_cannot_offer_a_name_that_is_also_one_of_its_modules():
+    from toolkit.lazy_exports import lazy_exports
+
+    with pytest.raises(ValueError, match=r"\['beam_search'\]"):
+        lazy_exports("toolkit.search", {"beam_search": ["beam_search"]})
