@@ -10,8 +10,8 @@ from stages import stage03_masking as stage03
 from stages import stage04_positional_encoding as stage04
 from stages import stage07_multi_head as stage07
 from toolkit.batching.batches import encode_target, pad
-from toolkit.checkers import check, properties
-from toolkit.checkers.properties import sinusoids
+from toolkit.checkers import check, layer_properties
+from toolkit.checkers.layer_properties import sinusoids
 from toolkit.objectives import sequence_loss
 from toolkit.text.vocab import PAD_ID, UNK_ID
 
@@ -112,7 +112,7 @@ RIGHT = {
     "causal_mask": [lambda length: stage03.causal_mask(length, torch.device("cpu"))],
     "hide": [hide],
     "encoding": [lambda max_len, dim: stage04.PositionalEncoding(dim, max_len).encoding],
-    "rotation": [properties.rotation_matrix],
+    "rotation": [layer_properties.rotation_matrix],
     "stack": [run_stack],
     "parameters_per_layer": [lambda d: 9 * (d * d + d)],
     "add_and_norm": [lambda x, sublayer_output, norm: norm(x + sublayer_output)],
@@ -172,7 +172,7 @@ WRONG = [
     ("encoding", [lambda n, d: sinusoids(n, d, exponent=2.0)], "exponent is doubled"),
     ("encoding", [lambda n, d: sinusoids(n, d, swap=True)], "sin and cos are swapped"),
     ("encoding", [lambda n, d: sinusoids(n, d, cos_shift=0.5)], r"exponent of its own dimension"),
-    ("rotation", [lambda k, d: properties.rotation_matrix(k, d).T], "rotates the wrong way"),
+    ("rotation", [lambda k, d: layer_properties.rotation_matrix(k, d).T], "rotates the wrong way"),
     ("rotation", [lambda k, d: torch.eye(d)], "must rotate by the angle"),
     ("stack", [stack_unchained], "encoder layer 1 did not receive the output of encoder layer 0"),
     ("stack", [stack_same_index], "decoder layer 0 reads the output of encoder layer 0"),

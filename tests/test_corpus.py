@@ -25,7 +25,8 @@ from toolkit.text.corpus import (
     load_corpus,
     write_corpus,
 )
-from toolkit.text.grammar import NOUNS, PHENOMENA, clause, english_number, sentence
+from toolkit.text.grammar import PHENOMENA, clause, sentence
+from toolkit.text.lexicon import NOUNS, english_number
 from toolkit.text.tokens import tokenize
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from toolkit.batching.batches import Batch
-from toolkit.checkers import properties
+from toolkit.checkers import layer_properties
 from toolkit.outline import STAGES
 from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -99,7 +99,7 @@ def test_positional_encoding_matches_the_closed_form_of_the_paper(number):
     Only the closed form catches wrong frequencies: the shift property holds for any.
     """
     encoding = stage_module(number).PositionalEncoding(embed_dim=EMBED_DIM, max_seq_len=50)
-    problem = properties.encoding_problem(encoding.encoding.double(), 50, EMBED_DIM)
+    problem = layer_properties.encoding_problem(encoding.encoding.double(), 50, EMBED_DIM)
     assert problem is None, problem
     assert math.isclose(encoding.encoding[1, 1].item(), math.cos(1.0), abs_tol=1e-6)
 

@@ -5,19 +5,19 @@ import random
 import pytest
 
 from toolkit.text.grammar import (
-    MAX_TOKENS,
-    MIN_TOKENS,
     PHENOMENA,
-    Clause,
-    NounPhrase,
     clause,
-    clauses,
-    noun_phrases,
     np,
     phenomena,
-    random_sentence,
     render,
     sentence,
+)
+from toolkit.text.random_sentences import MAX_TOKENS, MIN_TOKENS, random_sentence
+from toolkit.text.sentences import (
+    Clause,
+    NounPhrase,
+    clauses,
+    noun_phrases,
 )
 from toolkit.text.tokens import tokenize
 

@@ -15,7 +15,8 @@ from toolkit.scoring.number_errors import (
     number_translations,
 )
 from toolkit.text.corpus import load_corpus
-from toolkit.text.grammar import clause, german_number, render, sentence
+from toolkit.text.grammar import clause, render, sentence
+from toolkit.text.lexicon import german_number
 from toolkit.text.tokens import tokenize
 
 

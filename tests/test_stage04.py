@@ -5,7 +5,7 @@ import torch
 
 from stages import stage03_masking as stage03
 from stages import stage04_positional_encoding as stage
-from toolkit.checkers import properties
+from toolkit.checkers import layer_properties
 from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 SRC_VOCAB, TGT_VOCAB, EMBED_DIM = 20, 30, 16
@@ -22,8 +22,8 @@ def make_model(module=stage, seed: int = 0):
 def test_a_shift_by_k_is_one_rotation_for_every_position(k):
     """PE[pos + k] = M_k @ PE[pos], with M_k built from the closed form, not fitted."""
     encoding = stage.PositionalEncoding(embed_dim=EMBED_DIM, max_seq_len=64).encoding.double()
-    rotation = properties.rotation_matrix(k, EMBED_DIM)
-    problem = properties.shift_problem(rotation, encoding, k, atol=1e-5)
+    rotation = layer_properties.rotation_matrix(k, EMBED_DIM)
+    problem = layer_properties.shift_problem(rotation, encoding, k, atol=1e-5)
     assert problem is None, problem
 
 

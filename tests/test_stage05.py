@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from stages import stage05_stacking as stage
-from toolkit.checkers import properties
+from toolkit.checkers import layer_properties
 from toolkit.stage_api import count_parameters
 from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -72,8 +72,8 @@ def test_every_decoder_layer_receives_the_final_encoder_output(module):
     torch.manual_seed(0)
     model = stacked.Transformer(20, 30, embed_dim=16, num_encoder_layers=3,
                                 num_decoder_layers=2, **STACKED[module]).eval()
-    with torch.no_grad(), properties.recording(model.encoder_layers) as encoder_calls, \
-            properties.recording(model.decoder_layers) as decoder_calls:
+    with torch.no_grad(), layer_properties.recording(model.encoder_layers) as encoder_calls, \
+            layer_properties.recording(model.decoder_layers) as decoder_calls:
         model(SRC, TGT)
-    problem = properties.stacking_problem(encoder_calls, decoder_calls)
+    problem = layer_properties.stacking_problem(encoder_calls, decoder_calls)
     assert problem is None, problem

@@ -23,7 +23,7 @@ from stages import stage04_positional_encoding as stage04
 from stages import stage05_stacking as stage05
 from stages import stage06_ffn_layernorm as stage06
 from toolkit.batching.batches import encode_target
-from toolkit.checkers import properties
+from toolkit.checkers import layer_properties, properties
 from toolkit.stage_api import count_parameters
 from toolkit.text.vocab import PAD_ID, Vocab
 
@@ -230,7 +230,7 @@ def encoding(fn: Callable[[int, int], torch.Tensor]) -> None:
     """Exercise: the sinusoidal encoding, compared with the paper's closed form."""
     sizes = [(60, 32), (10, 4), (128, 64)]  # (max_len, embed_dim)
     for max_len, embed_dim in sizes:
-        _fail_on(properties.encoding_problem(fn(max_len, embed_dim), max_len, embed_dim),
+        _fail_on(layer_properties.encoding_problem(fn(max_len, embed_dim), max_len, embed_dim),
                  f"{_name(fn)}({max_len}, {embed_dim})")
     _passed(_name(fn), f"{len(sizes)} sizes, up to 128 positions and 64 dimensions")
 
@@ -240,7 +240,7 @@ def rotation(fn: Callable[[int, int], torch.Tensor]) -> None:
     cases = [(1, 16), (5, 16), (20, 8)]  # (k, embed_dim)
     for k, embed_dim in cases:
         table = stage04.PositionalEncoding(embed_dim, max_seq_len=64).encoding.double()
-        _fail_on(properties.shift_problem(fn(k, embed_dim), table, k),
+        _fail_on(layer_properties.shift_problem(fn(k, embed_dim), table, k),
                  f"{_name(fn)}({k}, {embed_dim})")
     _passed(_name(fn), f"shifts {', '.join(str(k) for k, _ in cases)} over 64 positions")
 
@@ -257,11 +257,11 @@ def stack(fn: Callable) -> None:
                                     num_decoder_layers=decoder_layers).eval()
         x, y = _random(2, 6, 16, seed=0), _random(2, 5, 16, seed=1)
         case = f"{_name(fn)} with {encoder_layers} encoder and {decoder_layers} decoder layers"
-        with torch.no_grad(), properties.recording(model.encoder_layers) as encoder_calls, \
-                properties.recording(model.decoder_layers) as decoder_calls:
+        with torch.no_grad(), layer_properties.recording(model.encoder_layers) as encoder_calls, \
+                layer_properties.recording(model.decoder_layers) as decoder_calls:
             output = fn(model.encoder_layers, model.decoder_layers, x, y, padding, future)
-        _fail_on(properties.stacking_problem(encoder_calls, decoder_calls), case)
-        _fail_on(properties.stacking_masks_problem(encoder_calls, decoder_calls, padding,
+        _fail_on(layer_properties.stacking_problem(encoder_calls, decoder_calls), case)
+        _fail_on(layer_properties.stacking_masks_problem(encoder_calls, decoder_calls, padding,
                                                    future), case)
         # Each layer ran exactly once (checked above): [0] is its only call.
         first_encoder, first_decoder = encoder_calls[0][0], decoder_calls[0][0]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from toolkit.text.corpus import HELD_OUT_TAG
-from toolkit.text.grammar import english_number, german_number
+from toolkit.text.lexicon import english_number, german_number
 
 # The grammar's own number words, so this module cannot drift from the corpus it reads.
 _ENGLISH_UNITS = {english_number(value): value for value in range(1, 20)}  # one .. nineteen

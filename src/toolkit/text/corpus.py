@@ -1,6 +1,6 @@
 """The built-in English->German corpus: its splits, its files, and loading it with `datasets`.
 
-The pairs come from `toolkit.text.grammar`, drawn from one stream seeded with `SEED`, so
+The pairs come from `toolkit.text.random_sentences`, drawn from one stream seeded with `SEED`, so
 `python -m toolkit.text.corpus` (what `make data` runs) writes byte-identical files every time.
 
 Splits. The stream fills the test split first, then validation, then train. A pair whose
@@ -32,14 +32,9 @@ from toolkit.text.corpus_errors import (
     CorpusUnavailable as CorpusUnavailable,  # raised by load_corpus
 )
 from toolkit.text.corpus_files import no_progress_bars
-from toolkit.text.grammar import (
-    NounPhrase,
-    Sentence,
-    noun_phrases,
-    phenomena,
-    random_sentence,
-    render,
-)
+from toolkit.text.grammar import phenomena, render
+from toolkit.text.random_sentences import random_sentence
+from toolkit.text.sentences import NounPhrase, Sentence, noun_phrases
 from toolkit.text.sources import read_source
 from toolkit.text.splits import SPLITS as SPLITS  # the corpus files' names, as loaders expect
 from toolkit.text.splits import prepare_splits

@@ -29,309 +29,37 @@ the German reads as a native speaker would write it:
 - English puts no comma before "because", "when" or "that"; German always puts one before
   a subordinate clause.
 - "an" comes before a vowel letter, which is right for every word in this lexicon.
+
+The words live in `toolkit.text.lexicon`, what a sentence is in `toolkit.text.sentences`,
+and the random draw that makes the corpus in `toolkit.text.random_sentences`; this module
+writes a sentence out in both languages and names the phenomena it shows.
 """
 
-import random
-from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TypeVar
 
-from toolkit.text.tokens import tokenize
-
-Gender = Literal["m", "f", "n"]
-Case = Literal["nom", "acc", "dat"]
-VerbKind = Literal["intransitive", "transitive", "ditransitive", "saying"]
-NounClass = Literal["person", "animal", "thing"]
-Determiner = str | int  # "the", "a", or a number from 2 to 99
+from toolkit.text.lexicon import (
+    ADJECTIVES,
+    ADVERBS,
+    CONJUNCTIONS_BY_ENGLISH,
+    NOUNS,
+    PREPOSITIONS,
+    VERBS,
+    Word,
+    english_number,
+    german_number,
+)
+from toolkit.text.sentences import (
+    Case,
+    Clause,
+    Determiner,
+    NounPhrase,
+    PrepPhrase,
+    Sentence,
+    clauses,
+    noun_phrases,
+)
 
 PHENOMENA = ("case", "adjective", "plural", "negation", "inversion", "subordinate", "number")
-
-
-# --- The lexicon -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Noun:
-    """A noun with both plurals spelled out, so no spelling rule can get one wrong."""
-
-    english: str
-    english_plural: str
-    german: str
-    german_plural: str
-    gender: Gender
-    kind: NounClass
-
-    @property
-    def animate(self) -> bool:
-        """Only people and animals act, so only they are subjects or receive things."""
-        return self.kind != "thing"
-
-
-@dataclass(frozen=True)
-class Adjective:
-    """An adjective; the German is the stem that the endings attach to."""
-
-    english: str
-    german: str
-    fits: tuple[NounClass, ...] = ("person", "animal", "thing")  # "tired" fits no car
-
-
-@dataclass(frozen=True)
-class Verb:
-    """A verb with all four forms spelled out, since German stems change (sieht, mag)."""
-
-    english: str  # the base form, used after "does not": "see", "look for"
-    english_3sg: str  # "sees", "looks for"
-    german_3sg: str  # "sieht"
-    german_3pl: str  # "sehen"
-    kind: VerbKind
-    objects: NounClass | Literal["any", "animate"] = "any"  # what the direct object may be
-
-
-@dataclass(frozen=True)
-class Word:
-    """A closed-class word (adverb, preposition, conjunction) with its one translation."""
-
-    english: str
-    german: str
-
-
-NOUNS = (
-    Noun("man", "men", "Mann", "Männer", "m", "person"),
-    Noun("teacher", "teachers", "Lehrer", "Lehrer", "m", "person"),
-    Noun("king", "kings", "König", "Könige", "m", "person"),
-    Noun("woman", "women", "Frau", "Frauen", "f", "person"),
-    Noun("queen", "queens", "Königin", "Königinnen", "f", "person"),
-    Noun("child", "children", "Kind", "Kinder", "n", "person"),
-    Noun("girl", "girls", "Mädchen", "Mädchen", "n", "person"),
-    Noun("baby", "babies", "Baby", "Babys", "n", "person"),
-    Noun("dog", "dogs", "Hund", "Hunde", "m", "animal"),
-    Noun("bird", "birds", "Vogel", "Vögel", "m", "animal"),
-    Noun("fox", "foxes", "Fuchs", "Füchse", "m", "animal"),
-    Noun("cat", "cats", "Katze", "Katzen", "f", "animal"),
-    Noun("mouse", "mice", "Maus", "Mäuse", "f", "animal"),
-    Noun("cow", "cows", "Kuh", "Kühe", "f", "animal"),
-    Noun("horse", "horses", "Pferd", "Pferde", "n", "animal"),
-    Noun("pig", "pigs", "Schwein", "Schweine", "n", "animal"),
-    Noun("ball", "balls", "Ball", "Bälle", "m", "thing"),
-    Noun("apple", "apples", "Apfel", "Äpfel", "m", "thing"),
-    Noun("key", "keys", "Schlüssel", "Schlüssel", "m", "thing"),
-    Noun("hat", "hats", "Hut", "Hüte", "m", "thing"),
-    Noun("umbrella", "umbrellas", "Regenschirm", "Regenschirme", "m", "thing"),
-    Noun("bag", "bags", "Tasche", "Taschen", "f", "thing"),
-    Noun("flower", "flowers", "Blume", "Blumen", "f", "thing"),
-    Noun("lamp", "lamps", "Lampe", "Lampen", "f", "thing"),
-    Noun("orange", "oranges", "Orange", "Orangen", "f", "thing"),
-    Noun("car", "cars", "Auto", "Autos", "n", "thing"),
-    Noun("book", "books", "Buch", "Bücher", "n", "thing"),
-    Noun("egg", "eggs", "Ei", "Eier", "n", "thing"),
-    Noun("bed", "beds", "Bett", "Betten", "n", "thing"),
-)
-
-# Colours describe animals and things only: "the white men" would be about people's skin.
-_ALIVE: tuple[NounClass, ...] = ("person", "animal")
-_NOT_PEOPLE: tuple[NounClass, ...] = ("animal", "thing")
-ADJECTIVES = (
-    Adjective("big", "groß"),
-    Adjective("small", "klein"),
-    Adjective("old", "alt"),
-    Adjective("young", "jung", fits=_ALIVE),
-    Adjective("tired", "müde", fits=_ALIVE),
-    Adjective("hungry", "hungrig", fits=_ALIVE),
-    Adjective("red", "rot", fits=_NOT_PEOPLE),
-    Adjective("black", "schwarz", fits=_NOT_PEOPLE),
-    Adjective("white", "weiß", fits=_NOT_PEOPLE),
-)
-
-VERBS = (
-    Verb("sleep", "sleeps", "schläft", "schlafen", "intransitive"),
-    Verb("run", "runs", "läuft", "laufen", "intransitive"),
-    Verb("wait", "waits", "wartet", "warten", "intransitive"),
-    Verb("laugh", "laughs", "lacht", "lachen", "intransitive"),
-    Verb("play", "plays", "spielt", "spielen", "intransitive"),
-    Verb("sing", "sings", "singt", "singen", "intransitive"),
-    Verb("see", "sees", "sieht", "sehen", "transitive"),
-    Verb("hear", "hears", "hört", "hören", "transitive", objects="animate"),
-    Verb("find", "finds", "findet", "finden", "transitive"),
-    Verb("look for", "looks for", "sucht", "suchen", "transitive"),
-    Verb("like", "likes", "mag", "mögen", "transitive"),
-    Verb("visit", "visits", "besucht", "besuchen", "transitive", objects="animate"),
-    Verb("carry", "carries", "trägt", "tragen", "transitive", objects="thing"),
-    Verb("wash", "washes", "wäscht", "waschen", "transitive", objects="thing"),
-    Verb("give", "gives", "gibt", "geben", "ditransitive", objects="thing"),
-    Verb("show", "shows", "zeigt", "zeigen", "ditransitive", objects="thing"),
-    Verb("bring", "brings", "bringt", "bringen", "ditransitive", objects="thing"),
-    Verb("say", "says", "sagt", "sagen", "saying"),
-    Verb("know", "knows", "weiß", "wissen", "saying"),
-    Verb("believe", "believes", "glaubt", "glauben", "saying"),
-)
-
-# All three prepositions take the dative here: "mit" always, "neben" and "hinter" because
-# they name where something is, not where it goes.
-PREPOSITIONS = (Word("with", "mit"), Word("next to", "neben"), Word("behind", "hinter"))
-ADVERBS = (
-    Word("today", "heute"),
-    Word("now", "jetzt"),
-    Word("often", "oft"),
-    Word("sometimes", "manchmal"),
-    Word("here", "hier"),
-)
-# "that" follows a verb of saying; "when" is "wenn", since the grammar has no past tense.
-CONJUNCTIONS = (Word("because", "weil"), Word("when", "wenn"), Word("that", "dass"))
-
-_ENGLISH_SMALL_NUMBERS = {
-    1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven",
-    8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen",
-    14: "fourteen", 15: "fifteen", 16: "sixteen", 17: "seventeen", 18: "eighteen",
-    19: "nineteen",
-}  # fmt: skip
-_ENGLISH_TENS = {
-    2: "twenty", 3: "thirty", 4: "forty", 5: "fifty",
-    6: "sixty", 7: "seventy", 8: "eighty", 9: "ninety",
-}  # fmt: skip
-# 1 is only ever a unit inside a larger number, where German writes "ein" (einundzwanzig).
-_GERMAN_SMALL_NUMBERS = {
-    1: "ein", 2: "zwei", 3: "drei", 4: "vier", 5: "fünf", 6: "sechs", 7: "sieben",
-    8: "acht", 9: "neun", 10: "zehn", 11: "elf", 12: "zwölf", 13: "dreizehn",
-    14: "vierzehn", 15: "fünfzehn", 16: "sechzehn", 17: "siebzehn", 18: "achtzehn",
-    19: "neunzehn",
-}  # fmt: skip
-_GERMAN_TENS = {
-    2: "zwanzig", 3: "dreißig", 4: "vierzig", 5: "fünfzig",
-    6: "sechzig", 7: "siebzig", 8: "achtzig", 9: "neunzig",
-}  # fmt: skip
-
-
-def english_number(number: int) -> str:
-    """Spell a number the English way, tens first: 72 is "seventy-two"."""
-    if number < 20:
-        return _ENGLISH_SMALL_NUMBERS[number]
-    tens, units = divmod(number, 10)
-    if units == 0:
-        return _ENGLISH_TENS[tens]
-    return f"{_ENGLISH_TENS[tens]}-{_ENGLISH_SMALL_NUMBERS[units]}"
-
-
-def german_number(number: int) -> str:
-    """Spell a number the German way, units first: 72 is "zwei und siebzig" (pre-segmented)."""
-    if number < 20:
-        return _GERMAN_SMALL_NUMBERS[number]
-    tens, units = divmod(number, 10)
-    if units == 0:
-        return _GERMAN_TENS[tens]
-    return f"{_GERMAN_SMALL_NUMBERS[units]} und {_GERMAN_TENS[tens]}"
-
-
-# --- The structure of a sentence ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NounPhrase:
-    """A determiner, maybe an adjective, and a noun: "the big dog", "21 dogs"."""
-
-    noun: Noun
-    determiner: Determiner
-    adjective: Adjective | None = None
-    plural: bool = False  # "the dogs"; a number is always plural, "a" never
-
-    def __post_init__(self) -> None:
-        """Reject a phrase no sentence can hold, before it reaches `render`."""
-        if isinstance(self.determiner, int):
-            if not 2 <= self.determiner <= 99:
-                raise ValueError(f"numbers run from 2 to 99, not {self.determiner}")
-        elif self.determiner not in ("the", "a"):
-            raise ValueError(f"a determiner is 'the', 'a' or a number, not {self.determiner!r}")
-        if self.determiner == "a" and self.plural:
-            raise ValueError("'a' counts one thing, so its phrase cannot be plural")
-
-    @property
-    def is_plural(self) -> bool:
-        """A number word always counts more than one thing."""
-        return self.plural or isinstance(self.determiner, int)
-
-
-@dataclass(frozen=True)
-class PrepPhrase:
-    """A preposition and its noun phrase: "with the cat", "next to the car"."""
-
-    preposition: Word
-    phrase: NounPhrase
-
-
-@dataclass(frozen=True)
-class Clause:
-    """A subject, a verb and the objects the verb takes; optionally negated."""
-
-    subject: NounPhrase
-    verb: Verb
-    obj: NounPhrase | None = None
-    indirect: NounPhrase | None = None
-    prep: PrepPhrase | None = None
-    negated: bool = False
-
-    def __post_init__(self) -> None:
-        """Check the objects against the verb, so every clause renders to sound German."""
-        _check_objects(self)
-        if self.negated:
-            _check_negation(self)
-
-
-@dataclass(frozen=True)
-class Sentence:
-    """A main clause, maybe an adverb in front, maybe a subordinate clause after it."""
-
-    main: Clause
-    adverb: Word | None = None
-    conjunction: Word | None = None
-    sub: Clause | None = None
-
-    def __post_init__(self) -> None:
-        """Check that a verb of saying gets its "that" clause and nothing else does."""
-        if (self.conjunction is None) != (self.sub is None):
-            raise ValueError("a conjunction and a subordinate clause come together")
-        says = self.main.verb.kind == "saying"
-        introduces_that = self.conjunction is not None and self.conjunction.english == "that"
-        if says != introduces_that:
-            raise ValueError("a verb of saying, and only one, is followed by a 'that' clause")
-        if self.sub is not None and self.sub.verb.kind == "saying":
-            raise ValueError("a verb of saying cannot head a subordinate clause")
-
-
-def _check_objects(clause: Clause) -> None:
-    """Each kind of verb takes a fixed set of objects, which keeps word order simple."""
-    verb, kind = clause.verb.english, clause.verb.kind
-    wants_object = kind in ("transitive", "ditransitive")
-    if (clause.obj is not None) != wants_object:
-        needs = "needs a direct object" if wants_object else "takes no direct object"
-        raise ValueError(f"'{verb}' is {kind}, so it {needs}")
-    wants_indirect = kind == "ditransitive"
-    if (clause.indirect is not None) != wants_indirect:
-        needs = "needs an indirect object" if wants_indirect else "takes no indirect object"
-        raise ValueError(f"'{verb}' is {kind}, so it {needs}")
-    if clause.prep is not None and kind != "intransitive":
-        raise ValueError(f"'{verb}' is {kind}; only intransitive verbs take a preposition here")
-
-
-def _check_negation(clause: Clause) -> None:
-    """Allow negation only where German has one natural form (see the module docstring)."""
-    if clause.obj is not None and isinstance(clause.obj.determiner, int):
-        raise ValueError("a negated clause cannot have a number as its direct object")
-    datives = [clause.indirect, clause.prep.phrase if clause.prep else None]
-    if any(phrase is not None and phrase.determiner != "the" for phrase in datives):
-        raise ValueError("in a negated clause the dative objects must take 'the'")
-
-
-def clauses(sentence: Sentence) -> list[Clause]:
-    """The main clause and, if there is one, the subordinate clause."""
-    return [sentence.main] if sentence.sub is None else [sentence.main, sentence.sub]
-
-
-def noun_phrases(sentence: Sentence) -> list[NounPhrase]:
-    """Every noun phrase in the sentence, in both clauses, wherever it stands."""
-    phrases = []
-    for clause in clauses(sentence):
-        phrases += [clause.subject, clause.indirect, clause.obj]
-        phrases.append(clause.prep.phrase if clause.prep else None)
-    return [phrase for phrase in phrases if phrase is not None]
 
 
 # --- English -----------------------------------------------------------------------------
@@ -537,117 +265,6 @@ def phenomena(sentence: Sentence) -> list[str]:
     return [tag for tag in PHENOMENA if found[tag]]
 
 
-# --- Random sentences --------------------------------------------------------------------
-
-# How often each construction is drawn. Fixed once, as design §3 asks: never tune these to
-# make a model's score look better. Shares are probabilities, weights are relative.
-ADVERB_SHARE = 0.25  # sentences that open with an adverb (inversion)
-SUBORDINATE_SHARE = 0.3  # sentences with a subordinate clause
-NEGATION_SHARE = 0.2  # clauses that are negated
-ADJECTIVE_SHARE = 0.25  # noun phrases with an adjective
-PREPOSITION_SHARE = 0.5  # intransitive clauses with a prepositional phrase
-VERB_KIND_WEIGHTS = {"intransitive": 3, "transitive": 5, "ditransitive": 2}
-CONJUNCTION_WEIGHTS = {"because": 2, "when": 1, "that": 2}
-DETERMINER_WEIGHTS = {"the": 4, "the plural": 2, "a": 3, "number": 2}  # any of 2..99 alike
-# Sentence length on each side, in `tokenize` tokens. A sentence outside is drawn again,
-# which makes long constructions a little rarer than the shares above say.
-MIN_TOKENS = 3
-MAX_TOKENS = 20
-
-# The negation rule (module docstring), as the determiners a negated clause may draw.
-_NEGATED_OBJECT_DETERMINERS = ("the", "the plural", "a")
-_NEGATED_DATIVE_DETERMINERS = ("the", "the plural")
-
-_PLACE_PREPOSITIONS = tuple(p for p in PREPOSITIONS if p.english != "with")
-_NOUNS_BY_CLASS = {
-    "any": NOUNS,
-    "animate": tuple(noun for noun in NOUNS if noun.animate),
-    "person": tuple(noun for noun in NOUNS if noun.kind == "person"),
-    "thing": tuple(noun for noun in NOUNS if noun.kind == "thing"),
-}
-
-
-def _weighted_choice(rng: random.Random, weights: dict[str, float]) -> str:
-    """Draw one key of `weights`, each as often as its weight says."""
-    return rng.choices(list(weights), weights=list(weights.values()))[0]
-
-
-def _draw_determiner(rng: random.Random, allowed: tuple[str, ...]) -> tuple[Determiner, bool]:
-    """Draw one of the allowed determiners; return it and whether the phrase is plural."""
-    choice = _weighted_choice(rng, {name: DETERMINER_WEIGHTS[name] for name in allowed})
-    if choice == "number":
-        return rng.randint(2, 99), True
-    if choice == "the plural":
-        return "the", True
-    return choice, False
-
-
-def _draw_noun_phrase(
-    rng: random.Random, nouns: tuple[Noun, ...], determiners: tuple[str, ...]
-) -> NounPhrase:
-    """Draw a noun, one of the allowed determiners, and sometimes a fitting adjective."""
-    noun = rng.choice(nouns)
-    determiner, plural = _draw_determiner(rng, determiners)
-    adjective = None
-    if rng.random() < ADJECTIVE_SHARE:
-        adjective = rng.choice([a for a in ADJECTIVES if noun.kind in a.fits])
-    return NounPhrase(noun, determiner, adjective, plural)
-
-
-def _draw_prep_phrase(rng: random.Random, verb: Verb, determiners: tuple[str, ...]) -> PrepPhrase:
-    """Draw a place or a companion; "sleeps with" reads as innuendo, so sleep gets places."""
-    prepositions = _PLACE_PREPOSITIONS if verb.english == "sleep" else PREPOSITIONS
-    return PrepPhrase(rng.choice(prepositions), _draw_noun_phrase(rng, NOUNS, determiners))
-
-
-def _draw_clause(rng: random.Random, kind: VerbKind) -> Clause:
-    """Draw a clause around a verb of the given kind, obeying the negation rule."""
-    verb = rng.choice([verb for verb in VERBS if verb.kind == kind])
-    negated = rng.random() < NEGATION_SHARE
-    anything = tuple(DETERMINER_WEIGHTS)
-    objects = _NEGATED_OBJECT_DETERMINERS if negated else anything
-    datives = _NEGATED_DATIVE_DETERMINERS if negated else anything
-    subjects = _NOUNS_BY_CLASS["person" if kind == "saying" else "animate"]
-    subject = _draw_noun_phrase(rng, subjects, anything)
-    obj = indirect = prep = None
-    if kind in ("transitive", "ditransitive"):
-        obj = _draw_noun_phrase(rng, _NOUNS_BY_CLASS[verb.objects], objects)
-    if kind == "ditransitive":
-        indirect = _draw_noun_phrase(rng, _NOUNS_BY_CLASS["animate"], datives)
-    if kind == "intransitive" and rng.random() < PREPOSITION_SHARE:
-        prep = _draw_prep_phrase(rng, verb, datives)
-    return Clause(subject, verb, obj, indirect, prep, negated)
-
-
-def _draw_verb_kind(rng: random.Random) -> VerbKind:
-    """Draw a kind of verb for a clause that is free to have any."""
-    return _weighted_choice(rng, VERB_KIND_WEIGHTS)
-
-
-def _draw_sentence(rng: random.Random) -> Sentence:
-    """Draw the sentence shape first, then fill in each clause."""
-    adverb = rng.choice(ADVERBS) if rng.random() < ADVERB_SHARE else None
-    if rng.random() >= SUBORDINATE_SHARE:
-        return Sentence(_draw_clause(rng, _draw_verb_kind(rng)), adverb)
-    conjunction = _CONJUNCTIONS_BY_ENGLISH[_weighted_choice(rng, CONJUNCTION_WEIGHTS)]
-    main_kind = "saying" if conjunction.english == "that" else _draw_verb_kind(rng)
-    main = _draw_clause(rng, main_kind)
-    return Sentence(main, adverb, conjunction, _draw_clause(rng, _draw_verb_kind(rng)))
-
-
-def _fits(sentence: Sentence) -> bool:
-    """Both sides must have between MIN_TOKENS and MAX_TOKENS tokens."""
-    return all(MIN_TOKENS <= len(tokenize(text)) <= MAX_TOKENS for text in render(sentence))
-
-
-def random_sentence(rng: random.Random) -> Sentence:
-    """Draw sentences until one fits the length limits on both sides."""
-    while True:
-        sentence = _draw_sentence(rng)
-        if _fits(sentence):
-            return sentence
-
-
 # --- Builders: a sentence in a few words, for tests and notebooks ------------------------
 
 Entry = TypeVar("Entry")
@@ -658,7 +275,6 @@ _NOUN_FORMS = {noun.english: (noun, False) for noun in NOUNS} | {
 _ADJECTIVES_BY_ENGLISH = {adjective.english: adjective for adjective in ADJECTIVES}
 _VERB_FORMS = {verb.english: verb for verb in VERBS} | {verb.english_3sg: verb for verb in VERBS}
 _ADVERBS_BY_ENGLISH = {adverb.english: adverb for adverb in ADVERBS}
-_CONJUNCTIONS_BY_ENGLISH = {conjunction.english: conjunction for conjunction in CONJUNCTIONS}
 
 
 def _find(table: dict[str, Entry], word: str) -> Entry:
@@ -720,6 +336,6 @@ def sentence(
     return Sentence(
         main=main,
         adverb=_find(_ADVERBS_BY_ENGLISH, adverb) if adverb else None,
-        conjunction=_find(_CONJUNCTIONS_BY_ENGLISH, conjunction) if conjunction else None,
+        conjunction=_find(CONJUNCTIONS_BY_ENGLISH, conjunction) if conjunction else None,
         sub=sub,
     )

@@ -1,0 +1,149 @@
+"""Properties of what stages 04 and 05 add: sinusoidal positions, and layers stacked.
+
+Written like `toolkit.checkers.properties`: each function returns None when its property
+holds, or one sentence that says what is wrong, shown to the tests and the learner alike.
+"""
+
+import inspect
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from toolkit.checkers.properties import Problem, compare, tensor_problem
+
+# --- positions ------------------------------------------------------------------------
+
+def sinusoids(max_len: int, embed_dim: int, exponent: float = 1.0, swap: bool = False,
+              cos_shift: float = 0.0, interleave: bool = True) -> torch.Tensor:
+    """The paper's closed form in float64; the keyword arguments build its classic mistakes."""
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+    i = torch.arange(embed_dim // 2, dtype=torch.float64)  # (embed_dim / 2,)
+    angle = position / 10000 ** (exponent * 2 * i / embed_dim)  # (max_len, embed_dim / 2)
+    cos_angle = position / 10000 ** (2 * (i + cos_shift) / embed_dim)
+    sin, cos = angle.sin(), cos_angle.cos()
+    if swap:
+        sin, cos = cos_angle.cos(), angle.sin()
+    if interleave:
+        return torch.stack([sin, cos], dim=-1).flatten(1)  # sin on even, cos on odd dimensions
+    return torch.cat([sin, cos], dim=-1)
+
+
+def rotation_matrix(k: int, embed_dim: int) -> torch.Tensor:
+    """M_k from the closed form, in float64: one 2x2 rotation by k·ω_i per (sin, cos) pair."""
+    matrix = torch.zeros(embed_dim, embed_dim, dtype=torch.float64)
+    for i in range(embed_dim // 2):
+        angle = k / 10000 ** (2 * i / embed_dim)  # k * omega_i
+        c, s = math.cos(angle), math.sin(angle)
+        matrix[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = torch.tensor([[c, s], [-s, c]])
+    return matrix
+
+
+def encoding_problem(encoding: object, max_len: int, embed_dim: int) -> Problem:
+    """Only the closed form catches wrong frequencies: the shift property holds for any (bug 8)."""
+    return compare(encoding, sinusoids(max_len, embed_dim), "the paper's sin/cos formula", {
+        "the exponent is doubled: torch.arange(0, embed_dim, 2) already gives 2i, so the "
+        "exponent is that divided by embed_dim, not twice it (bug 8)":
+            sinusoids(max_len, embed_dim, exponent=2.0),
+        "sin and cos are swapped: sin goes on the even dimensions 0, 2, 4, ..., cos on the "
+        "odd ones":
+            sinusoids(max_len, embed_dim, swap=True),
+        "each cos uses the exponent of its own dimension, (2i+1)/d: the dimensions 2i and "
+        "2i+1 share one angle, pos / 10000^(2i/d) (bug 8)":
+            sinusoids(max_len, embed_dim, cos_shift=0.5),
+        "the sines fill the first half and the cosines the second: interleave them, sin on even "
+        "dimensions and cos on odd ones": sinusoids(max_len, embed_dim, interleave=False),
+    })
+
+
+def shift_problem(rotation: object, encoding: torch.Tensor, k: int, atol: float = 1e-4) -> Problem:
+    """PE[pos + k] = M_k @ PE[pos] for every pos, with one matrix M_k."""
+    embed_dim = encoding.size(1)
+    if problem := tensor_problem(rotation, (embed_dim, embed_dim)):
+        return problem
+    rotation = rotation.to(encoding.dtype)
+    shifted = encoding[:-k] @ rotation.T  # (positions, embed_dim): M_k @ PE[pos] for each pos
+    if torch.allclose(encoding[k:] @ rotation.T, encoding[:-k], atol=atol):
+        return (f"M_{k} takes PE[pos + {k}] back to PE[pos]: it rotates the wrong way. Swap "
+                f"the signs of the sines in each 2x2 block")
+    return compare(shifted, encoding[k:], f"PE[pos + {k}]", {
+        f"M_{k} @ PE[pos] is PE[pos]: each 2x2 block must rotate by the angle k·ω_i":
+            encoding[:-k],
+    }, atol=atol)
+
+
+# --- layers ------------------------------------------------------------------------------
+
+class Call(NamedTuple):
+    """One call of a layer: its arguments in their positional order, and what it returned."""
+
+    args: tuple
+    output: torch.Tensor
+
+
+@contextmanager
+def recording(layers: Sequence[nn.Module]) -> Iterator[list[list[Call]]]:
+    """Record every call of each layer, in order: calls[i] lists the calls of layers[i].
+
+    Keyword arguments are put in their positional place, so `layer(y, memory=x)` and
+    `layer(y, x)` record the same thing.
+    """
+    calls: list[list[Call]] = [[] for _ in layers]
+
+    def hook_for(layer: nn.Module, seen: list[Call]) -> Callable:
+        signature = inspect.signature(layer.forward)
+
+        def hook(module: nn.Module, args: tuple, kwargs: dict, output: torch.Tensor) -> None:
+            seen.append(Call(tuple(signature.bind(*args, **kwargs).arguments.values()), output))
+        return hook
+
+    handles = [layer.register_forward_hook(hook_for(layer, seen), with_kwargs=True)
+               for layer, seen in zip(layers, calls, strict=True)]
+    try:
+        yield calls
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def stacking_problem(encoder_calls: list[list[Call]], decoder_calls: list[list[Call]]) -> Problem:
+    """Each layer runs once on the output of the one below; every decoder layer reads the
+    *final* encoder output as its memory (the second argument of a decoder layer)."""
+    for side, calls in (("encoder", encoder_calls), ("decoder", decoder_calls)):
+        for index, seen in enumerate(calls):
+            if len(seen) != 1:
+                return f"{side} layer {index} ran {len(seen)} times: run each layer exactly once"
+        for index in range(1, len(calls)):
+            (below,), (this,) = calls[index - 1], calls[index]
+            if not torch.equal(this.args[0], below.output):
+                return (f"{side} layer {index} did not receive the output of {side} layer "
+                        f"{index - 1}: each layer reads the one below it")
+    outputs = [call.output for (call,) in encoder_calls]
+    for index, (call,) in enumerate(decoder_calls):
+        memory = call.args[1]
+        if torch.equal(memory, outputs[-1]):
+            continue
+        same = [i for i, output in enumerate(outputs) if torch.equal(memory, output)]
+        source = f"the output of encoder layer {same[0]}" if same else "something else"
+        return (f"decoder layer {index} reads {source} as its memory: every decoder layer "
+                f"attends to the final encoder output (layer {len(outputs) - 1})")
+    return None
+
+
+def stacking_masks_problem(encoder_calls: list[list[Call]], decoder_calls: list[list[Call]],
+                           padding: torch.Tensor, future: torch.Tensor) -> Problem:
+    """Every layer gets the masks it was given: a layer handed no padding mask lets its queries
+    read <pad> (bug 2), one handed no causal mask lets the decoder read the future (bug 4)."""
+    expected = (("encoder", encoder_calls, {1: ("source padding", padding)}),
+                ("decoder", decoder_calls, {2: ("source padding", padding), 3: ("causal", future)}))
+    for side, calls, masks in expected:
+        for index, (call,) in enumerate(calls):
+            for position, (name, mask) in masks.items():
+                given = call.args[position] if len(call.args) > position else None
+                if not (isinstance(given, torch.Tensor) and torch.equal(given, mask)):
+                    return (f"{side} layer {index} did not get the {name} mask the stack was "
+                            f"given: pass each mask on to every layer unchanged")
+    return None
