@@ -5,7 +5,7 @@ import dataclasses
 import torch
 
 import course_tools.ladder as ladder
-from course_tools import ablation
+from course_tools import ablation, staleness
 from toolkit.learning.recipes import BATCH_SIZE, RECIPES, SEEDS, STEPS
 
 
@@ -26,7 +26,7 @@ def test_seeds_give_different_runs_so_the_spread_measures_something():
 def test_the_committed_ladder_is_not_stale():
     """Change what a stage module or the training code does, or the corpus, and this fails
     until `make ladder-check` proves the numbers the same (or `make ladder` recomputes them)."""
-    stale = ladder.stale_stages(ladder.load_runs())
+    stale = staleness.stale_stages(ladder.load_runs())
     assert stale == [], (f"stages {stale} changed since the ladder was computed: run make "
                          f"ladder-check")
 
@@ -39,19 +39,19 @@ def test_every_rung_used_the_shared_budget():
 
 def test_a_changed_stage_module_is_reported_stale(monkeypatch):
     committed = ladder.load_ladder()
-    monkeypatch.setattr(ladder, "stage_hash", lambda number: "edited" if number == 2 else
+    monkeypatch.setattr(staleness, "stage_hash", lambda number: "edited" if number == 2 else
                         committed[number].stage_sha256)
-    assert ladder.stale_stages(committed) == [2]
+    assert staleness.stale_stages(committed) == [2]
 
 
 def test_only_runs_on_other_data_depend_on_the_code_that_reads_it(monkeypatch):
     """A subword run goes stale when text.subwords changes; the word-level ladder does not."""
     bpe = ablation.SUBWORD_DATA
-    words, subwords = ladder.toolkit_hash(), ladder.toolkit_hash(bpe)
+    words, subwords = staleness.toolkit_hash(), staleness.toolkit_hash(bpe)
     assert words != subwords
-    monkeypatch.setattr(ladder, "REAL_TEXT_CODE", ("corpus", "sources", "buckets"))
-    assert (ladder.toolkit_hash(), ladder.toolkit_hash(bpe)) == (words, ladder.toolkit_hash(bpe))
-    assert ladder.toolkit_hash(bpe) != subwords
+    monkeypatch.setattr(staleness, "REAL_TEXT_CODE", ("corpus", "sources", "buckets"))
+    assert staleness.toolkit_hash() == words
+    assert staleness.toolkit_hash(bpe) != subwords
 
 
 def test_the_table_puts_a_live_run_beside_its_committed_rung_and_the_spread():
@@ -126,7 +126,7 @@ def test_the_ablation_covers_every_variant_and_seed_on_one_budget_and_is_not_sta
                                                  *ablation.DATA_VARIANTS]
             for r in rows[name]} == {(STEPS, BATCH_SIZE)}
     assert {r.data["tokenizer"] for r in rows[ablation.SUBWORDS]} == {"bpe"}
-    stale = [name for name, runs in rows.items() if any(ladder.is_stale(r) for r in runs)]
+    stale = [name for name, runs in rows.items() if any(staleness.is_stale(r) for r in runs)]
     assert stale == [], f"{stale} are stale: run make ladder-check"
 
 

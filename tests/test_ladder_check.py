@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from course_tools import ablation, ladder, ladder_check
+from course_tools import ablation, ladder, ladder_check, staleness
 from course_tools.fingerprints import numeric_platform
 from course_tools.ladder_check import Results
 from toolkit.learning.recipes import SEEDS
@@ -54,8 +54,8 @@ def replaying(files: list[Results], moved: dict[str, dict] | None = None):
 
 def edit_the_training_code(monkeypatch):
     """Every row trains on it, so every row goes stale."""
-    fingerprint = ladder.toolkit_hash
-    monkeypatch.setattr(ladder, "toolkit_hash", lambda data=None: "edited" + fingerprint(data))
+    fingerprint = staleness.toolkit_hash
+    monkeypatch.setattr(staleness, "toolkit_hash", lambda data=None: "edited" + fingerprint(data))
 
 
 def test_nothing_stale_reruns_nothing(files):
@@ -72,7 +72,7 @@ def test_a_kept_number_re_stamps_every_seed_of_every_stale_row(files, monkeypatc
     assert len(asked) == len({r.title for results in files for r in before[results]})
     for results in files:
         after = results.load()
-        assert not any(ladder.is_stale(run) for run in after)
+        assert not any(staleness.is_stale(run) for run in after)
         numbers = [{name: getattr(run, name) for name in (*ladder.NUMBERS, "seed", "title",
                                                           "training_seconds")} for run in after]
         assert numbers == [{name: getattr(run, name) for name in numbers[0]}
@@ -92,13 +92,13 @@ def test_a_moved_number_is_named_with_both_values_and_its_row_stays_stale(files,
             f"recompute its seeds with python -m course_tools.ladder 3") in said
     assert f"ablation.json: {ablation.FULL!r}, seed 0: per_phenomenon was {{" in said
     assert f'course_tools.ablation "{ablation.FULL}"' in said
-    still_stale = {r.title for results in files for r in results.load() if ladder.is_stale(r)}
+    still_stale = {r.title for results in files for r in results.load() if staleness.is_stale(r)}
     assert still_stale == {stage_03, ablation.FULL}
 
 
 def test_only_the_rows_whose_code_changed_are_rerun(files, monkeypatch):
-    fingerprint = ladder.stage_hash
-    monkeypatch.setattr(ladder, "stage_hash",
+    fingerprint = staleness.stage_hash
+    monkeypatch.setattr(staleness, "stage_hash",
                         lambda number: "edited" if number == 4 else fingerprint(number))
     replay, asked = replaying(files)
     assert ladder_check.check(files, replay, never) == []
@@ -137,7 +137,7 @@ def test_runs_made_on_another_platform_are_compared_with_the_old_code_rerun_here
     assert sorted(reran) == sorted({r.title for r in elsewhere.load()})  # the ladder's only
     kept = committed_seed_zero(elsewhere, stage_05)
     assert kept.exact_match == committed.exact_match and kept.platform == "another CPU"
-    assert not ladder.is_stale(kept)
+    assert not staleness.is_stale(kept)
     # Seed 0's numbers here are its witness: the next check here, and a notebook's run,
     # compare with them, without the old code.
     assert kept.witnesses[HERE]["exact_match"] == 42.0

@@ -7,7 +7,7 @@ import io
 import pytest
 import torch
 
-from course_tools import ladder, paper_run
+from course_tools import ladder, paper_run, staleness
 from toolkit.learning.recipes import PAPER
 from toolkit.search.decoding import translate
 
@@ -76,8 +76,8 @@ def test_a_change_to_what_decides_the_run_trains_it_again(kept, monkeypatch):
     key = paper_run.key(SHORT, "cpu")
     assert paper_run.key(dataclasses.replace(SHORT, lr=1e-3), "cpu") != key
     assert paper_run.key(dataclasses.replace(SHORT, seed=1), "cpu") != key
-    fingerprint = ladder.toolkit_hash
-    monkeypatch.setattr(ladder, "toolkit_hash", lambda data=None: "edited" + fingerprint(data))
+    fingerprint = staleness.toolkit_hash
+    monkeypatch.setattr(staleness, "toolkit_hash", lambda data=None: "edited" + fingerprint(data))
     assert paper_run.key(SHORT, "cpu") != key
     trained = []
     monkeypatch.setattr(paper_run, "train", lambda *a, **k: trained.append(1) or

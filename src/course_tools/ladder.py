@@ -5,7 +5,7 @@ per seed in `recipes.SEEDS`, and writes `assets/ladder.json`, the one source of 
 in the README and notebooks. One seed is one run; the spread across seeds says which
 differences between stages are larger than chance. Each rung records fingerprints of its
 stage module, of the corpus, and of the toolkit code that trains and scores it (recipes
-included), so stale numbers show: fingerprints of behaviour (`course_tools.fingerprints`), which
+included), so stale numbers show (`course_tools.staleness`): fingerprints of behaviour, which
 a comment or a docstring never changes. When code changes and the numbers may not have,
 `make ladder-check` (`course_tools.ladder_check`) proves it on one seed and re-stamps the rungs.
 """
@@ -25,18 +25,17 @@ import torch
 from matplotlib.figure import Figure  # no pyplot: a script needs no GUI backend
 from torch import nn
 
-from course_tools.fingerprints import code_fingerprint, file_fingerprint, numeric_platform
+from course_tools import staleness
+from course_tools.fingerprints import numeric_platform
 from toolkit.batching.batches import endless, loader
 from toolkit.batching.data import CourseData, load_data
 from toolkit.learning.recipes import RECIPES, SEEDS, Recipe
 from toolkit.learning.training import History, evaluate_loss, train
 from toolkit.outline import STAGES
 from toolkit.outline import stage as stage_info
-from toolkit.paths import SRC
 from toolkit.scoring.evaluation import evaluate
 from toolkit.scoring.metrics import Report
 from toolkit.stage_api import count_parameters
-from toolkit.text.corpus import DATA_DIR
 
 LADDER_PATH = Path(__file__).resolve().parents[2] / "assets" / "ladder.json"
 CHART_PATH = LADDER_PATH.with_suffix(".png")
@@ -44,12 +43,6 @@ README_PATH = LADDER_PATH.parents[1] / "README.md"
 # The README's results table sits between these lines; `make ladder` rewrites it.
 TABLE_START = "<!-- ladder table: written by make ladder -->"
 TABLE_END = "<!-- end of ladder table -->"
-# The toolkit modules whose code changes the numbers: data, training, decoding, scoring.
-TRAINING_CODE = ("tokens", "vocab", "batches", "data", "stage_api", "objectives", "training",
-                 "recipes", "decoding", "greedy", "cached_decoding", "metrics", "evaluation")
-# Runs on data other than load_data()'s default also depend on the code that reads it.
-REAL_TEXT_CODE = ("corpus", "sources", "corpus_errors", "corpus_files", "hub", "splits",
-                  "subwords", "buckets")
 
 
 @dataclass(frozen=True)
@@ -83,27 +76,6 @@ def stage_module(number: int) -> ModuleType:
     return importlib.import_module(f"stages.{stage_info(number).module}")
 
 
-def stage_hash(number: int) -> str:
-    return code_fingerprint([Path(stage_module(number).__file__)])
-
-
-def corpus_hash() -> str:
-    return file_fingerprint(list(DATA_DIR.glob("*.jsonl")))
-
-
-def toolkit_hash(data: dict | None = None) -> str:
-    return code_fingerprint(code_files(SRC, data))
-
-
-def code_files(src: Path, data: dict | None = None) -> list[Path]:
-    """The training code under `src`, found by file name in whichever package holds it."""
-    names = TRAINING_CODE + (REAL_TEXT_CODE if data else ())
-    found = {path.stem: path for path in (src / "toolkit").rglob("*.py") if path.stem in names}
-    if missing := sorted(set(names) - set(found)):
-        raise FileNotFoundError(f"no module named {', '.join(missing)} under {src / 'toolkit'}")
-    return [found[name] for name in names]
-
-
 def rung(
     number: int, model: nn.Module, history: History, validation_loss: float, report: Report,
     recipe: Recipe | None = None, title: str | None = None, data: dict | None = None,
@@ -121,8 +93,8 @@ def rung(
         validation_loss=round(validation_loss, 4), exact_match=round(report.exact_match, 2),
         bleu=round(report.bleu, 2), bleu_signature=report.bleu_signature,
         per_phenomenon={k: round(v, 2) for k, v in report.per_phenomenon.items()},
-        stage_sha256=stage_hash(number), corpus_sha256=corpus_hash(),
-        toolkit_sha256=toolkit_hash(data), seed=recipe.seed, data=dict(data or {}),
+        stage_sha256=staleness.stage_hash(number), corpus_sha256=staleness.corpus_hash(),
+        toolkit_sha256=staleness.toolkit_hash(data), seed=recipe.seed, data=dict(data or {}),
         platform=numeric_platform() if str(device_of(model)) == "cpu" else str(device_of(model)),
     )
 
@@ -207,18 +179,6 @@ def with_seeds(recipe: Recipe, seeds: Iterable[int] = SEEDS) -> list[Recipe]:
     return [replace(recipe, seed=seed) for seed in seeds]
 
 
-def is_stale(entry: Rung) -> bool:
-    """True if its stage module, the corpus or the training code changed since it was run."""
-    return (entry.stage_sha256, entry.corpus_sha256, entry.toolkit_sha256) != (
-        stage_hash(entry.stage), corpus_hash(), toolkit_hash(entry.data))
-
-
-def stale_stages(ladder: dict[int, Rung] | list[Rung]) -> list[int]:
-    """Stages whose module, corpus or training code changed since their rung was computed."""
-    runs = ladder.values() if isinstance(ladder, dict) else ladder
-    return sorted({entry.stage for entry in runs if is_stale(entry)})
-
-
 METRICS = {"exact match %": lambda r: r.exact_match, "BLEU": lambda r: r.bleu,
            "held-out exact match %": lambda r: r.per_phenomenon.get("held_out", float("nan"))}
 
@@ -275,7 +235,7 @@ def reproduces(live: Rung, committed: Rung) -> str:
                 f"{', '.join(differ)}, computed on another numeric platform (committed: "
                 f"{committed.platform or 'not recorded'}; here: {live.platform}): there the same "
                 f"code rounds differently, and the difference grows over training")
-    if is_stale(committed):
+    if staleness.is_stale(committed):
         if differ:
             return (f"this run differs from the committed seed-{committed.seed} rung in "
                     f"{', '.join(differ)}, and the code or corpus changed since that rung was "

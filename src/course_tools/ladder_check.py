@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from course_tools import ablation, ladder
+from course_tools import ablation, ladder, staleness
 from course_tools.fingerprints import code_fingerprint, numeric_platform
 from course_tools.ladder import Job, Rung
 from toolkit.learning.recipes import RECIPES, SEEDS
@@ -80,8 +80,9 @@ def restamp(run: Rung, witness: Rung | None = None) -> Rung:
     witnesses = dict(run.witnesses)
     if witness is not None and witness.platform != run.platform:
         witnesses[witness.platform] = ladder.numbers(witness)
-    return replace(run, stage_sha256=ladder.stage_hash(run.stage),
-                   corpus_sha256=ladder.corpus_hash(), toolkit_sha256=ladder.toolkit_hash(run.data),
+    return replace(run, stage_sha256=staleness.stage_hash(run.stage),
+                   corpus_sha256=staleness.corpus_hash(),
+                   toolkit_sha256=staleness.toolkit_hash(run.data),
                    witnesses=witnesses)
 
 
@@ -98,7 +99,7 @@ def check(files: list[Results], train_all=ladder.train_all,
     computed it, here, and that is what the current code must match."""
     runs = {results: results.load() for results in files}
     stale = {(results, run.title): run for results, every in runs.items() for run in every
-             if run.seed == SEEDS[0] and ladder.is_stale(run)}
+             if run.seed == SEEDS[0] and staleness.is_stale(run)}
     if not stale:
         print("nothing is stale: every committed row was computed by the code here now")
         return []
@@ -191,8 +192,9 @@ RUNG_FIELDS = {field.name for field in fields(Rung)}
 
 def _fingerprints_in(tree: Path, run: Rung) -> tuple[str, str]:
     """The stage's and the training code's fingerprints as they are in another checkout."""
-    stage = tree / "src" / "stages" / Path(ladder.stage_module(run.stage).__file__).name
-    return code_fingerprint([stage]), code_fingerprint(ladder.code_files(tree / "src", run.data))
+    src = tree / "src"
+    return (code_fingerprint([staleness.stage_file(run.stage, src)]),
+            code_fingerprint(staleness.code_files(src, run.data)))
 
 
 def git(*args: str) -> str:

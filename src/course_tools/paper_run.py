@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from course_tools import ladder
+from course_tools import ladder, staleness
 from course_tools.fingerprints import code_fingerprint
 from toolkit.batching.batches import Batch, endless, loader
 from toolkit.batching.data import CourseData, load_data
@@ -90,7 +90,7 @@ def checkpoint_steps(steps: int) -> set[int]:
 def key(recipe: Recipe, device: torch.device | str) -> str:
     """What decides every bit of the run; a kept run is used only under the same key."""
     code = code_fingerprint([Path(__file__), Path(ladder.__file__)])
-    parts = [ladder.toolkit_hash(), ladder.stage_hash(7), ladder.corpus_hash(), code,
+    parts = [staleness.toolkit_hash(), staleness.stage_hash(7), staleness.corpus_hash(), code,
              repr(sorted(asdict(recipe).items())), str(torch.device(device)),
              str(torch.get_num_threads()), torch.__version__]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
