@@ -42,12 +42,12 @@ import torch
 from stages import stage07_multi_head as stage
 from toolkit.batching.batches import Batch
 from toolkit.checkers.from_torch_nn import TorchNNTranslator, load_nn_transformer
-from toolkit.checkers.sdpa import use_sdpa
 from toolkit.learning.training import PaperOptimizer
 from toolkit.search.cached_decoding import cached_greedy_decode
 from toolkit.search.greedy import greedy_decode, greedy_loop
 from toolkit.stage_api import keeping_attention, restoring_mode
 from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.variants.sdpa import use_sdpa
 
 
 def beside(name: str):

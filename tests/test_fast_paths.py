@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from stages import stage07_multi_head as stage
-from toolkit.checkers.sdpa import use_sdpa
 from toolkit.search.cached_decoding import cached_greedy_decode
 from toolkit.search.decoding import greedy_decode
 from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.variants.sdpa import use_sdpa
 
 SRC = torch.tensor([[4, 9, 7, 12, 5, EOS_ID], [6, 8, EOS_ID, PAD_ID, PAD_ID, PAD_ID],
                     [10, 11, 13, 14, EOS_ID, PAD_ID]])
@@ -82,7 +82,7 @@ def test_the_sdpa_core_is_told_causal_self_attention_by_flag_and_the_rest_by_mas
 
 
 def learned_positions_model(seed: int) -> stage.Transformer:
-    from toolkit.checkers.positions import LearnedPositions
+    from toolkit.variants.positions import LearnedPositions
 
     model = make_model(seed, vocab=8)
     model.positions = LearnedPositions(16, max_seq_len=16)  # notebook 04's aside

@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from toolkit.checkers.hand_made import HandMadeModel
 from toolkit.search.beam_search import beam_search
 from toolkit.text.vocab import BOS_ID, EOS, Vocab
+from toolkit.variants.hand_made import HandMadeModel
 
 VOCAB = Vocab(["Der", "Ein", "Hund", "Katze", "schläft"])
 TABLE = {(): {"Der": 0.5, "Ein": 0.4, EOS: 0.1},

@@ -8,8 +8,8 @@ from torch import nn
 from stages import stage06_ffn_layernorm as stage
 from toolkit.batching.batches import Batch
 from toolkit.checkers.from_torch_nn import copy_decoder_layer, copy_encoder_layer
-from toolkit.checkers.layer_norm_placement import layer_gradient_norms, pre_ln_variant
 from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
+from toolkit.variants.layer_norm_placement import layer_gradient_norms, pre_ln_variant
 
 EMBED_DIM, FF_DIM, VOCAB = 16, 40, 20
 SRC = torch.tensor([[4, 9, 7, 12, 5, EOS_ID], [6, 8, EOS_ID, PAD_ID, PAD_ID, PAD_ID]])

@@ -102,9 +102,9 @@ def drawn_weights(figure: plt.Figure) -> dict[str, list]:
 def test_sentence_attention_draws_the_same_weights_with_the_sdpa_core_and_cleans_up():
     """The fused kernel returns no weights: plots must fall back to the stage's own attend."""
     from stages import stage07_multi_head as stage07
-    from toolkit.checkers.sdpa import use_sdpa
     from toolkit.figures.plots import sentence_attention
     from toolkit.text.vocab import Vocab
+    from toolkit.variants.sdpa import use_sdpa
 
     src_vocab, tgt_vocab = Vocab(["The", "dog", "sleeps", "."]), Vocab(["Der", "Hund", "."])
 
@@ -146,10 +146,10 @@ def test_sentence_attention_says_so_when_the_model_keeps_no_weights():
 
 
 def test_the_beam_tree_draws_each_kept_hypothesis_under_its_word_with_its_score():
-    from toolkit.checkers.hand_made import HandMadeModel
     from toolkit.figures.plots import beam_tree
     from toolkit.search.beam_search import beam_search
     from toolkit.text.vocab import EOS, Vocab
+    from toolkit.variants.hand_made import HandMadeModel
 
     vocab = Vocab(["Der", "Ein", "Hund"])
     model = HandMadeModel({(): {"Der": 0.6, "Ein": 0.4}, ("Der",): {"Hund": 0.4, EOS: 0.6},

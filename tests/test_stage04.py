@@ -85,7 +85,7 @@ def test_an_over_long_sequence_gets_a_clear_error():
 
 
 def test_learned_positions_can_replace_the_encoding():
-    from toolkit.checkers.positions import LearnedPositions
+    from toolkit.variants.positions import LearnedPositions
 
     model = make_model()
     model.positions = LearnedPositions(EMBED_DIM, max_seq_len=8)

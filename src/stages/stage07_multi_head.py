@@ -74,7 +74,7 @@ class MultiHeadAttention(nn.Module):
 
     def attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, hidden: torch.Tensor | None,
-        is_causal: bool = False,  # unused here, where hidden says it all; checkers.sdpa uses it
+        is_causal: bool = False,  # unused here, where hidden says it all; variants.sdpa uses it
     ) -> torch.Tensor:
         """softmax(Q K^T / sqrt(d_k)) V on every head at once: the one place the maths lives."""
         scores = q @ k.transpose(-2, -1) / self.scale  # (batch, heads, q_len, kv_len)  # New:

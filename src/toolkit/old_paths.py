@@ -28,11 +28,11 @@ MOVED = {
     "toolkit.from_torch_nn": "toolkit.checkers.from_torch_nn",
     "toolkit.grammar": "toolkit.text.grammar",
     "toolkit.greedy": "toolkit.search.greedy",
-    "toolkit.hand_made": "toolkit.checkers.hand_made",
+    "toolkit.hand_made": "toolkit.variants.hand_made",
     "toolkit.hub": "toolkit.text.hub",
     "toolkit.ladder": "course_tools.ladder",
     "toolkit.ladder_check": "course_tools.ladder_check",
-    "toolkit.layer_norm_placement": "toolkit.checkers.layer_norm_placement",
+    "toolkit.layer_norm_placement": "toolkit.variants.layer_norm_placement",
     "toolkit.metrics": "toolkit.scoring.metrics",
     "toolkit.mutant_guard": "course_tools.mutant_guard",
     "toolkit.mutants": "course_tools.mutants",
@@ -40,7 +40,7 @@ MOVED = {
     "toolkit.number_errors": "toolkit.scoring.number_errors",
     "toolkit.paper_run": "course_tools.paper_run",
     "toolkit.plots": "toolkit.figures.plots",
-    "toolkit.positions": "toolkit.checkers.positions",
+    "toolkit.positions": "toolkit.variants.positions",
     "toolkit.properties": "toolkit.checkers.properties",
     "toolkit.recipes": "toolkit.learning.recipes",
     "toolkit.run_evaluation": "toolkit.train.run_evaluation",
@@ -49,7 +49,7 @@ MOVED = {
     "toolkit.run_options": "toolkit.train.run_options",
     "toolkit.run_report": "toolkit.train.run_report",
     "toolkit.run_state": "toolkit.train.run_state",
-    "toolkit.sdpa": "toolkit.checkers.sdpa",
+    "toolkit.sdpa": "toolkit.variants.sdpa",
     "toolkit.sources": "toolkit.text.sources",
     "toolkit.splits": "toolkit.text.splits",
     "toolkit.stagediff": "toolkit.figures.stagediff",
@@ -73,7 +73,7 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder):
         if name in MOVED:
             raise ModuleNotFoundError(
                 f"{name} moved to {MOVED[name]} when the toolkit grew packages: import from "
-                f"{MOVED[name]} instead (the README's \"Where things are\" maps them all)")
+                f"{MOVED[name]} instead")
             # No name=: `from toolkit import vocab` would then swallow it as "no such module".
         return None
 

@@ -1,5 +1,5 @@
 """Proof that a model does what it should: the exercises' checkers, the properties the tests
-assert, torch.nn side by side, and the variants the appendices compare."""
+assert, and torch.nn side by side."""
 
 from toolkit.lazy_exports import lazy_exports
 
@@ -8,8 +8,4 @@ from toolkit.lazy_exports import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "from_torch_nn": ["TorchNNTranslator", "WEIGHT_MAP", "copy_attention", "copy_encoder_layer",
         "load_nn_transformer"],
-    "hand_made": ["HandMadeModel"],
-    "layer_norm_placement": ["layer_gradient_norms", "pre_ln_variant"],
-    "positions": ["LearnedPositions"],
-    "sdpa": ["use_sdpa"],
 })
