@@ -33,6 +33,7 @@ def test_every_name_a_package_offers_is_the_one_in_its_module(package):
         assert owners, f"toolkit.{package}.{name} is in none of its modules"
 
 
+@pytest.mark.slow  # starts a fresh interpreter
 def test_a_short_import_loads_only_the_module_it_names():
     loaded = json.loads(fresh_python(
         "import json, sys\n"
@@ -42,6 +43,7 @@ def test_a_short_import_loads_only_the_module_it_names():
     assert not {"toolkit.text.corpus", "toolkit.text.subwords", "toolkit.text.hub"} & set(loaded)
 
 
+@pytest.mark.slow  # starts a fresh interpreter
 def test_a_stage_loads_no_corpus_reader_and_no_training_loop():
     loaded = json.loads(fresh_python(
         "import json, sys\n"
@@ -72,6 +74,7 @@ def test_every_old_path_points_at_a_module_that_exists():
             importlib.import_module(old)
 
 
+@pytest.mark.slow  # starts a fresh interpreter
 def test_an_old_python_m_command_says_where_it_went():
     result = subprocess.run([sys.executable, "-m", "toolkit.train_ddp"], capture_output=True,
                             text=True, cwd=ROOT)
