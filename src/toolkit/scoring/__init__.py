@@ -7,6 +7,6 @@ from toolkit.lazy_exports import lazy_exports
 # only X's module.
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "evaluation": ["evaluate"],
-    "number_errors": ["HELD_OUT_NUMBERS", "KINDS", "RIGHT", "held_out_kinds",
+    "number_errors": ["KINDS", "NUMBERS_KIND", "RIGHT", "held_out_kinds",
         "number_translations"],
 })

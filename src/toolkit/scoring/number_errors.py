@@ -32,7 +32,8 @@ OTHER = "other"
 KINDS = (RIGHT, TENS_SWAPPED, UNITS_WRONG, ENGLISH_ORDER, CASE_ONLY, DROPPED_OR_ADDED, OTHER)
 
 
-HELD_OUT_NUMBERS, HELD_OUT_PAIRS = "number 71-79", "adjective + noun"
+# The two kinds of held-out combination, as labels (text.corpus holds the combinations).
+NUMBERS_KIND, PAIRS_KIND = "number 71-79", "adjective + noun"
 
 
 def held_out_kinds(sources: Sequence[str], tags: Sequence[Sequence[str]]) -> dict[str, list[int]]:
@@ -40,7 +41,7 @@ def held_out_kinds(sources: Sequence[str], tags: Sequence[Sequence[str]]) -> dic
     or else a pair training never shows ("red dog"), so each kind can be scored apart."""
     held_out = [i for i, sentence_tags in enumerate(tags) if HELD_OUT_TAG in sentence_tags]
     numbers = [i for i in held_out if "seventy-" in sources[i].lower()]
-    return {HELD_OUT_NUMBERS: numbers, HELD_OUT_PAIRS: [i for i in held_out if i not in numbers]}
+    return {NUMBERS_KIND: numbers, PAIRS_KIND: [i for i in held_out if i not in numbers]}
 
 
 @dataclass(frozen=True)
