@@ -15,10 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ["text", "batching", "learning", "search", "scoring", "figures", "checkers"]
 
 
-def fresh_python(code: str) -> str:
-    """Run `code` in a new interpreter, so that no earlier import hides what it loads."""
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, cwd=ROOT).stdout
+def toolkit_modules_after(statement: str) -> set[str]:
+    """The toolkit's modules loaded by `statement` alone, in a new interpreter, so that no
+    earlier import hides what it loads."""
+    code = (f"import json, sys\n{statement}\n"
+            "print(json.dumps([m for m in sys.modules if m.startswith('toolkit')]))")
+    return set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                         text=True, check=True, cwd=ROOT).stdout))
 
 
 @pytest.mark.parametrize("package", LIBRARY)
@@ -35,20 +38,14 @@ def test_every_name_a_package_offers_is_the_one_in_its_module(package):
 
 @pytest.mark.slow  # starts a fresh interpreter
 def test_a_short_import_loads_only_the_module_it_names():
-    loaded = json.loads(fresh_python(
-        "import json, sys\n"
-        "from toolkit.text import Vocab\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('toolkit'))))"))
+    loaded = toolkit_modules_after("from toolkit.text import Vocab")
     assert "toolkit.text.vocab" in loaded
-    assert not {"toolkit.text.corpus", "toolkit.text.subwords", "toolkit.text.hub"} & set(loaded)
+    assert not {"toolkit.text.corpus", "toolkit.text.subwords", "toolkit.text.hub"} & loaded
 
 
 @pytest.mark.slow  # starts a fresh interpreter
 def test_a_stage_loads_no_corpus_reader_and_no_training_loop():
-    loaded = json.loads(fresh_python(
-        "import json, sys\n"
-        "import stages.stage07_multi_head\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('toolkit'))))"))
+    loaded = toolkit_modules_after("import stages.stage07_multi_head")
     assert not [m for m in loaded if m.startswith(("toolkit.learning", "toolkit.search",
                                                    "toolkit.train", "toolkit.text.corpus"))]
 
