@@ -40,3 +40,14 @@ def test_packages_import_from_this_checkout():
                             check=True, cwd="/").stdout
     for line in output.splitlines():
         assert Path(line).resolve().is_relative_to(ROOT / "src"), line
+
+
+def test_nothing_tracked_is_also_ignored():
+    """A tracked path that .gitignore also matches (a committed .venv link, say) is one that
+    git may overwrite or drop without asking on the next checkout."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked_and_ignored = subprocess.run(
+        ["git", "ls-files", "--cached", "--ignored", "--exclude-standard"], cwd=ROOT,
+        capture_output=True, text=True, check=True).stdout.split()
+    assert tracked_and_ignored == [], tracked_and_ignored
