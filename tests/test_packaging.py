@@ -42,6 +42,7 @@ def test_packages_import_from_this_checkout():
         assert Path(line).resolve().is_relative_to(ROOT / "src"), line
 
 
+@pytest.mark.slow  # runs git
 def test_nothing_tracked_is_also_ignored():
     """A tracked path that .gitignore also matches (a committed .venv link, say) is one that
     git may overwrite or drop without asking on the next checkout."""
