@@ -1,0 +1,219 @@
+// The stage-07 Transformer's forward pass in plain JavaScript, for the site's "Try it" page.
+//
+// It reads the global that course_site/model_script.py writes (a classic script, so that the
+// page works from file:// too) and computes what src/stages/stage07_multi_head.py computes,
+// in float64, one sentence at a time: no batch, so no padding and no key padding mask.
+(function (root) {
+  "use strict";
+
+  const [PAD_ID, UNK_ID, BOS_ID, EOS_ID] = [0, 1, 2, 3]; // toolkit.text.vocab.SPECIALS
+
+  function bytesOf(base64) {
+    if (typeof atob === "function") {
+      return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    }
+    return new Uint8Array(Buffer.from(base64, "base64")); // Node, for the tests
+  }
+
+  // A weight as a row-major Float64Array with its shape: little-endian float32 on the wire.
+  function readWeight({ shape, data }) {
+    const bytes = bytesOf(data);
+    const floats = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+    return { shape, values: Float64Array.from(floats) };
+  }
+
+  // x: (rows, in) as an array of Float64Array rows; weight: (out, in), as torch stores it.
+  function linear(x, weight, bias) {
+    const [outDim, inDim] = weight.shape;
+    const w = weight.values;
+    return x.map((row) => {
+      const out = new Float64Array(outDim);
+      for (let o = 0; o < outDim; o++) {
+        let sum = bias ? bias.values[o] : 0;
+        const offset = o * inDim;
+        for (let i = 0; i < inDim; i++) sum += row[i] * w[offset + i];
+        out[o] = sum;
+      }
+      return out;
+    });
+  }
+
+  function add(a, b) {
+    return a.map((row, r) => row.map((value, i) => value + b[r][i]));
+  }
+
+  function layerNorm(x, gamma, beta, eps = 1e-5) {
+    return x.map((row) => {
+      const mean = row.reduce((s, v) => s + v, 0) / row.length;
+      const variance = row.reduce((s, v) => s + (v - mean) ** 2, 0) / row.length;
+      const inv = 1 / Math.sqrt(variance + eps);
+      return row.map((v, i) => (v - mean) * inv * gamma.values[i] + beta.values[i]);
+    });
+  }
+
+  function softmax(scores) {
+    const top = Math.max(...scores);
+    const exps = scores.map((s) => Math.exp(s - top));
+    const total = exps.reduce((s, v) => s + v, 0);
+    return exps.map((v) => v / total);
+  }
+
+  // PositionalEncoding's sinusoids for positions 0..length-1.
+  function positions(length, embedDim) {
+    const rows = [];
+    for (let p = 0; p < length; p++) {
+      const row = new Float64Array(embedDim);
+      for (let i = 0; i < embedDim; i += 2) {
+        const frequency = Math.exp(i * (-Math.log(10000.0) / embedDim));
+        row[i] = Math.sin(p * frequency);
+        row[i + 1] = Math.cos(p * frequency);
+      }
+      rows.push(row);
+    }
+    return rows;
+  }
+
+  class Translator {
+    constructor(payload) {
+      this.config = payload.config;
+      this.srcItos = payload.src_itos;
+      this.tgtItos = payload.tgt_itos;
+      this.weights = {};
+      for (const [name, weight] of Object.entries(payload.weights)) {
+        this.weights[name] = readWeight(weight);
+      }
+      for (const [name, target] of Object.entries(payload.aliases)) {
+        this.weights[name] = this.weights[target];
+      }
+      this.embedDim = this.config.embed_dim;
+      this.numHeads = this.config.num_heads;
+      this.headDim = this.embedDim / this.numHeads;
+      this.embedScale = this.config.scale_embeddings ? Math.sqrt(this.embedDim) : 1;
+      this.maxSeqLen = this.config.max_seq_len;
+    }
+
+    w(name) {
+      const weight = this.weights[name];
+      if (!weight) throw new Error(`the model file has no weight ${name}`);
+      return weight;
+    }
+
+    embed(table, ids) {
+      const { values } = this.w(table);
+      const pe = positions(ids.length, this.embedDim);
+      return ids.map((id, p) => {
+        const row = new Float64Array(this.embedDim);
+        for (let i = 0; i < this.embedDim; i++) {
+          row[i] = values[id * this.embedDim + i] * this.embedScale + pe[p][i];
+        }
+        return row;
+      });
+    }
+
+    // MultiHeadAttention.forward: (q_len, embed_dim) queries over (kv_len, embed_dim) keys and
+    // values; `causal` hides every key after the query's own position. Returns the output
+    // and the weights, (heads, q_len, kv_len), as keep_attention records them.
+    attend(prefix, query, keyValue, causal) {
+      const p = (part) => [this.w(`${prefix}.${part}.weight`), this.w(`${prefix}.${part}.bias`)];
+      const q = linear(query, ...p("q_proj"));
+      const k = linear(keyValue, ...p("k_proj"));
+      const v = linear(keyValue, ...p("v_proj"));
+      const scale = Math.sqrt(this.headDim);
+      const merged = query.map(() => new Float64Array(this.embedDim));
+      const weights = [];
+      for (let h = 0; h < this.numHeads; h++) {
+        const from = h * this.headDim;
+        const headWeights = [];
+        for (let i = 0; i < q.length; i++) {
+          const visible = causal ? i + 1 : k.length;
+          const scores = [];
+          for (let j = 0; j < visible; j++) {
+            let dot = 0;
+            for (let d = from; d < from + this.headDim; d++) dot += q[i][d] * k[j][d];
+            scores.push(dot / scale);
+          }
+          const row = softmax(scores);
+          for (let j = 0; j < visible; j++) {
+            for (let d = from; d < from + this.headDim; d++) merged[i][d] += row[j] * v[j][d];
+          }
+          while (row.length < k.length) row.push(0); // a hidden key gets exactly 0
+          headWeights.push(row);
+        }
+        weights.push(headWeights);
+      }
+      return { out: linear(merged, ...p("out_proj")), weights };
+    }
+
+    feedForward(prefix, x) {
+      const hidden = linear(x, this.w(`${prefix}.linear1.weight`), this.w(`${prefix}.linear1.bias`))
+        .map((row) => row.map((v) => Math.max(v, 0)));
+      return linear(hidden, this.w(`${prefix}.linear2.weight`), this.w(`${prefix}.linear2.bias`));
+    }
+
+    norm(prefix, x) {
+      return layerNorm(x, this.w(`${prefix}.weight`), this.w(`${prefix}.bias`));
+    }
+
+    checkLength(length) {
+      if (length > this.maxSeqLen) {
+        throw new RangeError(`a sequence of ${length} tokens is longer than the model's ` +
+          `${this.maxSeqLen} positions: shorten the sentence`);
+      }
+    }
+
+    // Transformer.encode for one sentence of source ids (ending in <eos>), with every
+    // layer's self-attention weights.
+    encode(srcIds) {
+      this.checkLength(srcIds.length);
+      let x = this.embed("src_embed.weight", srcIds);
+      const attention = [];
+      for (let l = 0; l < this.config.num_encoder_layers; l++) {
+        const layer = `encoder_layers.${l}`;
+        const self = this.attend(`${layer}.self_attn`, x, x, false);
+        x = this.norm(`${layer}.norm1`, add(x, self.out));
+        x = this.norm(`${layer}.norm2`, add(x, this.feedForward(`${layer}.feed_forward`, x)));
+        attention.push(self.weights);
+      }
+      return { memory: x, attention };
+    }
+
+    // Transformer.decode on the whole prefix: the logits of its last position, and every
+    // layer's self- and cross-attention weights.
+    decode(tgtIds, memory) {
+      this.checkLength(tgtIds.length);
+      let y = this.embed("tgt_embed.weight", tgtIds);
+      const selfAttention = [];
+      const crossAttention = [];
+      for (let l = 0; l < this.config.num_decoder_layers; l++) {
+        const layer = `decoder_layers.${l}`;
+        const self = this.attend(`${layer}.self_attn`, y, y, true);
+        y = this.norm(`${layer}.norm1`, add(y, self.out));
+        const cross = this.attend(`${layer}.cross_attn`, y, memory, false);
+        y = this.norm(`${layer}.norm2`, add(y, cross.out));
+        y = this.norm(`${layer}.norm3`, add(y, this.feedForward(`${layer}.feed_forward`, y)));
+        selfAttention.push(self.weights);
+        crossAttention.push(cross.weights);
+      }
+      const [logits] = linear([y[y.length - 1]], this.w("out_proj.weight"), this.w("out_proj.bias"));
+      return { logits, selfAttention, crossAttention };
+    }
+
+    // toolkit.search.greedy for one sentence: at most maxLen tokens, stopping at <eos>.
+    greedy(srcIds, maxLen) {
+      const { memory } = this.encode(srcIds);
+      const tokens = [BOS_ID];
+      for (let step = 0; step < maxLen; step++) {
+        const { logits } = this.decode(tokens, memory);
+        let best = 0;
+        for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
+        if (best === EOS_ID) break;
+        tokens.push(best);
+      }
+      return tokens.slice(1);
+    }
+  }
+
+  root.Translator = Translator;
+  root.TranslatorIds = { PAD_ID, UNK_ID, BOS_ID, EOS_ID };
+  if (typeof module !== "undefined" && module.exports) module.exports = { Translator };
+})(globalThis);

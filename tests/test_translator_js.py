@@ -1,0 +1,99 @@
+"""The site's JavaScript Transformer computes what stage 07 computes: the same greedy tokens
+and the same attention weights, run in Node on the model file the site ships. A planted
+bug in the JavaScript (the 1/sqrt(head_dim) scale left out) must fail the comparison."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from course_site.model_script import model_script
+from stages import stage07_multi_head as stage
+from toolkit.batching.batches import encode_source
+from toolkit.batching.data import load_data
+from toolkit.search.greedy import greedy_decode
+from toolkit.stage_api import keeping_attention
+
+TRANSLATOR = (Path(__file__).resolve().parents[1] / "src" / "course_site" / "_static"
+              / "translator.js")
+SENTENCES = 40
+pytestmark = [pytest.mark.slow,  # starts Node
+              pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")]
+
+RUNNER = """
+const fs = require('fs');
+const [modelFile, translatorFile, inputFile] = process.argv.slice(1);
+require(modelFile);
+const { Translator } = require(translatorFile);
+const { sources, limits } = JSON.parse(fs.readFileSync(inputFile, 'utf8'));
+const t = new Translator(globalThis.TRANSFORMER_MODEL);
+const tokens = sources.map((ids, i) => t.greedy(ids, limits[i]));
+const { memory, attention } = t.encode(sources[0]);
+const decoded = t.decode([2, ...tokens[0]], memory);
+console.log(JSON.stringify({ tokens, encoder: attention, self: decoded.selfAttention,
+                             cross: decoded.crossAttention }));
+"""
+
+
+@pytest.fixture(scope="module")
+def model_and_data():
+    torch.manual_seed(0)
+    data = load_data()
+    model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), embed_dim=64,
+                              num_heads=4, ff_dim=128, scale_embeddings=True,
+                              tie_embeddings=True).eval()
+    return model, data
+
+
+def run_js(tmp_path: Path, model, data, sources, limits, translator: str) -> dict:
+    (tmp_path / "model.js").write_text(model_script(model, data.src_vocab, data.tgt_vocab))
+    (tmp_path / "translator.js").write_text(translator)
+    (tmp_path / "input.json").write_text(json.dumps({"sources": sources, "limits": limits}))
+    done = subprocess.run(["node", "-e", RUNNER, str(tmp_path / "model.js"),
+                           str(tmp_path / "translator.js"), str(tmp_path / "input.json")],
+                          capture_output=True, text=True, check=True, timeout=300)
+    return json.loads(done.stdout)
+
+
+def torch_side(model, data):
+    sources = [encode_source(data.src_vocab.split(s), data.src_vocab)
+               for s in data.sources("test")[:SENTENCES]]
+    limits = [len(ids) + 10 for ids in sources]
+    tokens = [greedy_decode(model, torch.tensor([ids]), limit)[0]
+              for ids, limit in zip(sources, limits, strict=True)]
+    src = torch.tensor([sources[0]])
+    tgt = torch.tensor([[2, *tokens[0]]])
+    with keeping_attention(model), torch.no_grad():
+        model(src, tgt)  # each (heads, q_len, kv_len) below: every layer, every head
+        weights = {
+            "encoder": [layer.self_attn.attention[0] for layer in model.encoder_layers],
+            "self": [layer.self_attn.attention[0] for layer in model.decoder_layers],
+            "cross": [layer.cross_attn.attention[0] for layer in model.decoder_layers],
+        }
+    return sources, limits, tokens, weights
+
+
+def largest_difference(js: dict, weights: dict) -> float:
+    return max((torch.tensor(js[kind][layer], dtype=torch.float64) - weights[kind][layer]
+                .double()).abs().max().item()
+               for kind in weights for layer in range(len(weights[kind])))
+
+
+def test_the_javascript_model_gives_stage_07s_tokens_and_attention(tmp_path, model_and_data):
+    model, data = model_and_data
+    sources, limits, tokens, weights = torch_side(model, data)
+    js = run_js(tmp_path, model, data, sources, limits, TRANSLATOR.read_text())
+    assert js["tokens"] == tokens
+    assert largest_difference(js, weights) < 1e-4
+
+
+def test_the_scale_left_out_of_the_javascript_is_caught(tmp_path, model_and_data):
+    model, data = model_and_data
+    sources, limits, tokens, weights = torch_side(model, data)
+    planted = TRANSLATOR.read_text().replace("scores.push(dot / scale)", "scores.push(dot)")
+    assert planted != TRANSLATOR.read_text()
+    js = run_js(tmp_path, model, data, sources, limits, planted)
+    assert js["tokens"] != tokens or largest_difference(js, weights) > 1e-3
