@@ -14,26 +14,30 @@ from course_site.model_script import model_script
 from stages import stage07_multi_head as stage
 from toolkit.batching.batches import encode_source
 from toolkit.batching.data import load_data
+from toolkit.search.beam_search import beam_decode
 from toolkit.search.greedy import greedy_decode
 from toolkit.stage_api import keeping_attention
 
 TRANSLATOR = (Path(__file__).resolve().parents[1] / "src" / "course_site" / "_static"
               / "translator.js")
 SENTENCES = 40
+BEAMS = 12  # an untrained model never says <eos>: each beam runs to its limit
 pytestmark = [pytest.mark.slow,  # starts Node
               pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")]
 
 RUNNER = """
 const fs = require('fs');
+const BEAMS = %d;
 const [modelFile, translatorFile, inputFile] = process.argv.slice(1);
 require(modelFile);
 const { Translator } = require(translatorFile);
 const { sources, limits } = JSON.parse(fs.readFileSync(inputFile, 'utf8'));
 const t = new Translator(globalThis.TRANSFORMER_MODEL);
 const tokens = sources.map((ids, i) => t.greedy(ids, limits[i]));
+const beams = sources.slice(0, BEAMS).map((ids, i) => t.beam(ids, limits[i], 4, 0.6).tokens);
 const { memory, attention } = t.encode(sources[0]);
 const decoded = t.decode([2, ...tokens[0]], memory);
-console.log(JSON.stringify({ tokens, encoder: attention, self: decoded.selfAttention,
+console.log(JSON.stringify({ tokens, beams, encoder: attention, self: decoded.selfAttention,
                              cross: decoded.crossAttention }));
 """
 
@@ -52,7 +56,7 @@ def run_js(tmp_path: Path, model, data, sources, limits, translator: str) -> dic
     (tmp_path / "model.js").write_text(model_script(model, data.src_vocab, data.tgt_vocab))
     (tmp_path / "translator.js").write_text(translator)
     (tmp_path / "input.json").write_text(json.dumps({"sources": sources, "limits": limits}))
-    done = subprocess.run(["node", "-e", RUNNER, str(tmp_path / "model.js"),
+    done = subprocess.run(["node", "-e", RUNNER % BEAMS, str(tmp_path / "model.js"),
                            str(tmp_path / "translator.js"), str(tmp_path / "input.json")],
                           capture_output=True, text=True, check=True, timeout=300)
     return json.loads(done.stdout)
@@ -64,6 +68,8 @@ def torch_side(model, data):
     limits = [len(ids) + 10 for ids in sources]
     tokens = [greedy_decode(model, torch.tensor([ids]), limit)[0]
               for ids, limit in zip(sources, limits, strict=True)]
+    beams = [beam_decode(model, torch.tensor([ids]), limit, beam_size=4, alpha=0.6)[0][0].tokens
+             for ids, limit in zip(sources[:BEAMS], limits[:BEAMS], strict=True)]
     src = torch.tensor([sources[0]])
     tgt = torch.tensor([[2, *tokens[0]]])
     with keeping_attention(model), torch.no_grad():
@@ -73,7 +79,7 @@ def torch_side(model, data):
             "self": [layer.self_attn.attention[0] for layer in model.decoder_layers],
             "cross": [layer.cross_attn.attention[0] for layer in model.decoder_layers],
         }
-    return sources, limits, tokens, weights
+    return sources, limits, (tokens, beams), weights
 
 
 def largest_difference(js: dict, weights: dict) -> float:
@@ -86,7 +92,9 @@ def test_the_javascript_model_gives_stage_07s_tokens_and_attention(tmp_path, mod
     model, data = model_and_data
     sources, limits, tokens, weights = torch_side(model, data)
     js = run_js(tmp_path, model, data, sources, limits, TRANSLATOR.read_text())
-    assert js["tokens"] == tokens
+    greedy, beams = tokens
+    assert js["tokens"] == greedy
+    assert js["beams"] == beams
     assert largest_difference(js, weights) < 1e-4
 
 
@@ -96,4 +104,4 @@ def test_the_scale_left_out_of_the_javascript_is_caught(tmp_path, model_and_data
     planted = TRANSLATOR.read_text().replace("scores.push(dot / scale)", "scores.push(dot)")
     assert planted != TRANSLATOR.read_text()
     js = run_js(tmp_path, model, data, sources, limits, planted)
-    assert js["tokens"] != tokens or largest_difference(js, weights) > 1e-3
+    assert js["tokens"] != tokens[0] or largest_difference(js, weights) > 1e-3

@@ -213,6 +213,74 @@
     }
   }
 
+  // Wu et al. (2016): ((5 + |Y|) / 6)^α, as toolkit.search.beam_search.length_penalty.
+  function lengthPenalty(length, alpha) {
+    return ((5 + length) / 6) ** alpha;
+  }
+
+  function logSoftmax(logits) {
+    const top = Math.max(...logits);
+    const logTotal = Math.log(logits.reduce((s, v) => s + Math.exp(v - top), 0)) + top;
+    return logits.map((v) => v - logTotal);
+  }
+
+  // toolkit.search.beam_search for one sentence, step for step: of the 2 * beamSize best
+  // extensions, the beamSize best that do not end go on; one that ends (with <eos>, or at the
+  // limit) is finished if it ranks among the beamSize best. `watch` sees each step's kept
+  // extensions, best first, as SearchStep records them, to draw the search.
+  Translator.prototype.beam = function (srcIds, limit, beamSize = 4, alpha = 0.6, watch = null) {
+    const { memory } = this.encode(srcIds);
+    let rows = [{ tokens: [BOS_ID], logProb: 0 }];
+    const finished = [];
+    for (let step = 0; step < limit; step++) {
+      const candidates = [];
+      rows.forEach((row, r) => {
+        if (row.logProb === -Infinity) {
+          this.tgtItos.forEach((_, token) => candidates.push({ r, token, logProb: -Infinity }));
+          return;
+        }
+        const logProbs = logSoftmax(this.decode(row.tokens, memory).logits);
+        logProbs.forEach((lp, token) => candidates.push({ r, token, logProb: row.logProb + lp }));
+      });
+      // Best first; torch.topk breaks no ties here that a float64 sum would not.
+      const order = candidates.map((_, i) => i)
+        .sort((a, b) => candidates[b].logProb - candidates[a].logProb || a - b);
+      const best = order.slice(0, Math.min(2 * beamSize, candidates.length))
+        .map((i) => candidates[i]);
+      while (best.length < beamSize) best.push({ r: 0, token: PAD_ID, logProb: -Infinity });
+      const length = step + 1;
+      let goingOn = 0;
+      const kept = best.map((c, rank) => {
+        const real = c.logProb > -Infinity;
+        const ends = real && (c.token === EOS_ID || length >= limit);
+        const goesOn = real && !ends && ++goingOn <= beamSize;
+        return { ...c, finishing: ends && rank < beamSize, goesOn };
+      });
+      if (watch) {
+        watch(kept.map((c) => ({ parent: c.r, token: c.token, logProb: c.logProb,
+          score: c.logProb / lengthPenalty(length, alpha), finished: c.finishing,
+          goesOn: c.goesOn })));
+      }
+      for (const c of kept.filter((k) => k.finishing)) {
+        const ids = rows[c.r].tokens.slice(1);
+        if (c.token !== EOS_ID) ids.push(c.token); // cut by the limit: its last token is a word
+        finished.push({ tokens: ids, score: c.logProb / lengthPenalty(length, alpha),
+          logProb: c.logProb });
+      }
+      const next = kept.filter((c) => c.goesOn).concat(kept.filter((c) => !c.goesOn))
+        .slice(0, beamSize)
+        .map((c) => ({ tokens: [...rows[c.r].tokens, c.token],
+          logProb: c.goesOn ? c.logProb : -Infinity }));
+      const bestLive = Math.max(...next.map((row) => row.logProb));
+      const bestFinished = Math.max(-Infinity, ...finished.map((h) => h.score));
+      if (finished.length >= beamSize || bestLive === -Infinity
+          || bestFinished >= bestLive / lengthPenalty(limit, alpha)) break;
+      rows = next;
+    }
+    finished.sort((a, b) => b.score - a.score); // stable, like Python's sorted
+    return finished.length ? finished[0] : { tokens: [], score: 0, logProb: 0 };
+  };
+
   root.Translator = Translator;
   root.TranslatorIds = { PAD_ID, UNK_ID, BOS_ID, EOS_ID };
   if (typeof module !== "undefined" && module.exports) module.exports = { Translator };
