@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from multilingual import SAMPLE
 
 from course_site.model_script import model_script
 from stages import stage07_multi_head as stage
@@ -17,6 +18,7 @@ from toolkit.batching.data import load_data
 from toolkit.search.beam_search import beam_decode
 from toolkit.search.greedy import greedy_decode
 from toolkit.stage_api import keeping_attention
+from toolkit.text.tokens import detokenize, tokenize
 
 TRANSLATOR = (Path(__file__).resolve().parents[1] / "src" / "course_site" / "_static"
               / "translator.js")
@@ -105,3 +107,24 @@ def test_the_scale_left_out_of_the_javascript_is_caught(tmp_path, model_and_data
     assert planted != TRANSLATOR.read_text()
     js = run_js(tmp_path, model, data, sources, limits, planted)
     assert js["tokens"] != tokens[0] or largest_difference(js, weights) > 1e-3
+
+
+TOKENIZE = """
+const { Translator } = require(process.argv[1]);
+const texts = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
+console.log(JSON.stringify(texts.map((text) => {
+  const tokens = Translator.tokenize(text);
+  return [tokens, Translator.detokenize(tokens)];
+})));
+"""
+
+
+def test_the_javascript_tokenizer_splits_and_joins_as_python_does(tmp_path):
+    data = load_data()
+    texts = [*SAMPLE.values(), *data.sources("test")[:200], *data.reference_texts("test")[:200]]
+    (tmp_path / "texts.json").write_text(json.dumps(texts, ensure_ascii=False))
+    done = subprocess.run(["node", "-e", TOKENIZE, str(TRANSLATOR), str(tmp_path / "texts.json")],
+                          capture_output=True, text=True, check=True, timeout=120)
+    for text, (tokens, joined) in zip(texts, json.loads(done.stdout), strict=True):
+        assert tokens == tokenize(text), text
+        assert joined == detokenize(tokenize(text)), text

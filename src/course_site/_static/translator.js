@@ -7,6 +7,7 @@
   "use strict";
 
   const [PAD_ID, UNK_ID, BOS_ID, EOS_ID] = [0, 1, 2, 3]; // toolkit.text.vocab.SPECIALS
+  const EXTRA_LEN = 10; // toolkit.search.decoding.EXTRA_LEN: tokens allowed past the source
 
   function bytesOf(base64) {
     if (typeof atob === "function") {
@@ -78,6 +79,7 @@
       this.config = payload.config;
       this.srcItos = payload.src_itos;
       this.tgtItos = payload.tgt_itos;
+      this.srcStoi = new Map(this.srcItos.map((token, id) => [token, id]));
       this.weights = {};
       for (const [name, weight] of Object.entries(payload.weights)) {
         this.weights[name] = readWeight(weight);
@@ -281,6 +283,66 @@
     return finished.length ? finished[0] : { tokens: [], score: 0, logProb: 0 };
   };
 
+  // toolkit.text.tokens.tokenize: NFC, then a word is a run of letters, digits and their
+  // marks (\w+ of Python's regex module), and any other visible character is a token of its
+  // own, with the marks that belong to it (\X, a grapheme cluster).
+  const WORD = /[\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]/u;
+  const SPACE = /\s/u;
+  const graphemes = typeof Intl !== "undefined" && Intl.Segmenter
+    ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
+
+  function tokenize(text) {
+    const s = text.normalize("NFC");
+    const tokens = [];
+    let i = 0;
+    while (i < s.length) {
+      const ch = String.fromCodePoint(s.codePointAt(i));
+      if (WORD.test(ch)) {
+        let j = i;
+        while (j < s.length && WORD.test(String.fromCodePoint(s.codePointAt(j)))) {
+          j += String.fromCodePoint(s.codePointAt(j)).length;
+        }
+        tokens.push(s.slice(i, j));
+        i = j;
+      } else if (SPACE.test(ch)) {
+        i += ch.length;
+      } else {
+        const cluster = graphemes ? graphemes.segment(s.slice(i))[Symbol.iterator]().next()
+          .value.segment : ch;
+        tokens.push(cluster);
+        i += cluster.length;
+      }
+    }
+    return tokens;
+  }
+
+  // toolkit.text.tokens.detokenize: glue punctuation and hyphens back as a reader writes them.
+  function detokenize(tokens) {
+    return tokens.join(" ").replace(/ ([.,!?;:])/g, "$1")
+      .replace(/(?<=[\p{L}\p{N}_]) - (?=[\p{L}\p{N}_])/gu, "-");
+  }
+
+  // What `python -m toolkit.translate` does with one line: the same limits (the source's
+  // length + 10 tokens, never past the model's positions) and the same messages.
+  Translator.prototype.translate = function (text, { beamSize = 1, alpha = 0.6, watch = null } = {}) {
+    const words = tokenize(text);
+    if (words.length === 0) throw new Error("cannot translate an empty sentence: type at least one word");
+    const srcIds = [...words.map((w) => (this.srcStoi.has(w) ? this.srcStoi.get(w) : UNK_ID)), EOS_ID];
+    if (srcIds.length > this.maxSeqLen) {
+      throw new RangeError(`${srcIds.length} source tokens, more than the model's ` +
+        `${this.maxSeqLen} positions (max_seq_len): not translated (split it into shorter sentences)`);
+    }
+    const unknown = words.filter((w) => !this.srcStoi.has(w));
+    const limit = Math.min(srcIds.length + EXTRA_LEN, this.maxSeqLen);
+    const ids = beamSize > 1 ? this.beam(srcIds, limit, beamSize, alpha, watch).tokens
+      : this.greedy(srcIds, limit);
+    const output = ids.map((id) => this.tgtItos[id]);
+    return { words, srcIds, unknown, ids, output, text: detokenize(output),
+      note: unknown.length ? `words not in the vocabulary, read as <unk>: ${unknown.join(" ")}` : "" };
+  };
+
+  Translator.tokenize = tokenize;
+  Translator.detokenize = detokenize;
   root.Translator = Translator;
   root.TranslatorIds = { PAD_ID, UNK_ID, BOS_ID, EOS_ID };
   if (typeof module !== "undefined" && module.exports) module.exports = { Translator };
