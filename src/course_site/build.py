@@ -15,8 +15,18 @@ from pathlib import Path
 
 from sphinx.cmd.build import build_main
 
-from course_site.pages import DIFFS, diff_name, diff_page, guide_page, index_page, stage_number
+from course_site.model_script import model_script
+from course_site.pages import (
+    DIFFS,
+    diff_name,
+    diff_page,
+    guide_page,
+    index_page,
+    stage_number,
+    try_page,
+)
 from course_tools.ladder import CHART_PATH
+from course_tools.paper_run import paper_run
 from course_tools.student import student_version
 from toolkit.paths import PROJECT_ROOT
 
@@ -81,6 +91,13 @@ def for_the_site(notebook: dict, name: str, student: bool) -> dict:
     return notebook
 
 
+def trained_model_script() -> str:
+    """Notebook 10's model, the paper recipe's run on seed 0 (kept in build/ since the
+    notebooks ran it), as the classic script the Try-it page loads."""
+    run = paper_run()
+    return model_script(run.model, run.data.src_vocab, run.data.tgt_vocab)
+
+
 def stage_sources(executed: Path, source: Path, student: bool) -> None:
     """Write what Sphinx reads into a folder of its own, so neither the pages the site adds
     nor the notebooks' changes for it touch the repository's files."""
@@ -91,8 +108,9 @@ def stage_sources(executed: Path, source: Path, student: bool) -> None:
         shutil.rmtree(source)
     (source / "_static").mkdir(parents=True)
     shutil.copy2(HERE / "conf.py", source / "conf.py")
-    for name in ("course.css", "course.js"):
+    for name in ("course.css", "course.js", "translator.js", "try_it.js"):
         shutil.copy2(HERE / "_static" / name, source / "_static" / name)
+    (source / "_static" / "model.js").write_text(trained_model_script(), encoding="utf-8")
     copy_mathjax(source / "_static")
     notebooks = {}
     for path in paths:
@@ -104,6 +122,7 @@ def stage_sources(executed: Path, source: Path, student: bool) -> None:
     for old, new in DIFFS:
         (source / f"{diff_name(old, new)}.md").write_text(diff_page(old, new, list(notebooks)),
                                                            encoding="utf-8")
+    (source / "try_it.md").write_text(try_page(), encoding="utf-8")
     if not student:  # the guide holds hints and advice meant for the teacher
         (source / "teaching.md").write_text(guide_page(GUIDE.read_text(encoding="utf-8")),
                                             encoding="utf-8")

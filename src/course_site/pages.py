@@ -93,11 +93,14 @@ make site   # the course site, in site/
 ```
 
 Everything runs offline on a laptop CPU: the corpus is built in, and this site loads nothing
-from the network; its search works from the files alone.
+from the network; its search works from the files alone, and so does [the trained model,
+live in this page's browser](try_it.md).
 
 {toctree("The course", stems)}
 
 {toctree("What each stage changes", [diff_name(*pair) for pair in DIFFS])}
+
+{toctree("Try it", ["try_it"])}
 
 {"" if student else toctree("Teaching", ["teaching"])}
 """
@@ -122,6 +125,60 @@ Explained in notebook{"s" * (len(explained) > 1)} {links}.
 
 Each stage marks what it adds with trailing `# New:` comments; they are left out of the
 comparison. In a terminal: `make diff A={old:02d} B={new:02d}`.
+"""
+
+
+def try_page() -> str:
+    """The trained model in the browser: its scripts load from _static like any file."""
+    return """---
+html_theme.sidebar_secondary.remove: true
+---
+# Try it: the trained model in your browser
+
+Type an English sentence from the course's world (the dog, the cat, the teacher, numbers up
+to 99, adjectives, negation, "because" and "when"): the stage-07 model of notebook 10
+translates it here, in your browser, from the files of this site alone. Choose greedy
+decoding or the paper's beam search (beam 4, length penalty α), then pick which attention
+to look at: the encoder's, the decoder's own, or the decoder reading the source, for any
+layer and head. Hover a row to see what that token read.
+
+```{raw} html
+<div class="try-it" id="try-it">
+<form id="try-form" autocomplete="off">
+  <input id="try-source" type="text" aria-label="English sentence"
+         value="Today the small dog does not see the red cars because they are behind the house.">
+  <label>search <select id="try-search"><option value="greedy">greedy</option>
+    <option value="beam">beam 4</option></select></label>
+  <label id="try-alpha-row">α <input id="try-alpha" type="number" value="0.6" min="0" max="2"
+    step="0.1" size="4"></label>
+  <span id="try-time"></span>
+</form>
+<p class="try-output" id="try-output" aria-live="polite"></p>
+<p class="try-note" id="try-message" role="status"></p>
+<p>Source pieces: <span id="try-source-pieces"></span></p>
+<p>Output pieces: <span id="try-output-pieces"></span></p>
+<h2>Attention</h2>
+<p><label>which <select id="try-kind"><option value="cross">cross-attention</option>
+  <option value="encoder">encoder self-attention</option>
+  <option value="self">decoder self-attention</option></select></label>
+  <label>layer <select id="try-layer"></select></label>
+  <label>head <select id="try-head"></select></label></p>
+<p id="try-read"></p>
+<div class="try-scroll" id="try-map"></div>
+<h2>The beam search, step by step</h2>
+<p>With beam 4, each column is one step: the extensions the search kept, best first, with
+their log-probabilities, each joined to the hypothesis it extends. Green ones finished.</p>
+<div class="try-scroll" id="try-beam"></div>
+</div>
+<script src="_static/model.js"></script>
+<script src="_static/translator.js"></script>
+<script src="_static/try_it.js"></script>
+```
+
+How it works: `course_site/model_script.py` writes the trained weights into `model.js`, a
+classic script (browsers refuse `fetch()` from `file://` but always run a `<script>`), and
+`translator.js` computes stage 07's forward pass in plain JavaScript. `make test` holds it to
+PyTorch: the same tokens, greedy and beam, and the same attention weights.
 """
 
 

@@ -1,0 +1,128 @@
+// The "Try it" page: type English, watch stage 07 translate it, and see what every head read.
+// It runs translator.js on the weights in model.js (classic scripts, so file:// works too).
+(function () {
+  "use strict";
+  const $ = (id) => document.getElementById(id);
+  const KINDS = { encoder: "encoder self-attention", self: "decoder self-attention",
+    cross: "cross-attention" };
+  let translator = null;
+  let shown = null; // the last translation and its attention, for the map's selectors
+
+  function escape(text) {
+    return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  }
+
+  function pieces(tokens, unknown) {
+    return tokens.map((t) => `<span class="try-piece${unknown.has(t) ? " try-unknown" : ""}">${escape(t)}</span>`).join(" ");
+  }
+
+  // Every layer's weights for the translation shown: the encoder's over the source, and the
+  // decoder's for each output token (the row that produced it) over what it could read.
+  function attentionOf(result) {
+    const { memory, attention } = translator.encode(result.srcIds);
+    const input = [2, ...result.ids]; // <bos> and the output: the decoder's inputs
+    const { selfAttention, crossAttention } = translator.decode(input, memory);
+    const source = [...result.words, "<eos>"];
+    const output = [...result.output, "<eos>"];
+    return {
+      encoder: { weights: attention, rows: source, cols: source },
+      self: { weights: selfAttention, rows: output, cols: ["<bos>", ...result.output] },
+      cross: { weights: crossAttention, rows: output, cols: source },
+    };
+  }
+
+  function drawMap() {
+    if (!shown) return;
+    const kind = $("try-kind").value;
+    const layer = Number($("try-layer").value);
+    const head = Number($("try-head").value);
+    const { weights, rows, cols } = shown.attention[kind];
+    const grid = weights[layer][head];
+    const header = cols.map((c) => `<th scope="col"><span>${escape(c)}</span></th>`).join("");
+    const body = grid.map((row, i) => `<tr data-row="${i}"><th scope="row">${escape(rows[i])}</th>${row.map((w, j) => `<td style="--w:${w.toFixed(4)}" title="${escape(rows[i])} → ${escape(cols[j])}: ${w.toFixed(3)}"></td>`).join("")}</tr>`).join("");
+    $("try-map").innerHTML = `<table class="try-heatmap"><caption>${KINDS[kind]}, layer ${layer + 1}, head ${head + 1}: each row sums to 1</caption><thead><tr><th></th>${header}</tr></thead><tbody>${body}</tbody></table>`;
+    $("try-read").textContent = "Hover a row to see what that token read.";
+    for (const tr of $("try-map").querySelectorAll("tbody tr")) {
+      tr.addEventListener("mouseenter", () => {
+        const i = Number(tr.dataset.row);
+        const top = grid[i].map((w, j) => [w, cols[j]]).sort((a, b) => b[0] - a[0]).slice(0, 3);
+        $("try-read").textContent = `${rows[i]} read: ` + top.map(([w, c]) => `${c} ${w.toFixed(2)}`).join(", ");
+      });
+    }
+  }
+
+  // The search as notebook 13 draws it: one column per step, the kept extensions best first,
+  // each joined to the hypothesis it extends; finished ones boxed, dropped ones faint.
+  function drawBeam(steps) {
+    if (!steps.length) { $("try-beam").innerHTML = ""; return; }
+    const colWidth = 120;
+    const rowHeight = 26;
+    const ranks = Math.max(...steps.map((s) => s.length));
+    const width = colWidth * (steps.length + 1);
+    const height = rowHeight * (ranks + 1);
+    const y = (rank) => rowHeight * (rank + 0.5);
+    const x = (step) => colWidth * (step + 1);
+    let svg = `<text x="4" y="${y(0) + 4}" class="try-beam-token">&lt;bos&gt;</text>`;
+    steps.forEach((step, s) => {
+      const parents = s === 0 ? [0] : steps[s - 1].map((c, r) => r).filter((r) => steps[s - 1][r].goesOn);
+      step.forEach((c, rank) => {
+        const from = s === 0 ? 0 : parents[c.parent] ?? 0;
+        const cls = c.finished ? "finished" : c.goesOn ? "live" : "dropped";
+        svg += `<line x1="${x(s) - colWidth + 60}" y1="${y(from)}" x2="${x(s) - 4}" y2="${y(rank)}" class="try-beam-${cls}"/>`;
+        svg += `<text x="${x(s)}" y="${y(rank) + 4}" class="try-beam-token try-beam-${cls}">${escape(translator.tgtItos[c.token])}<tspan dx="4" class="try-beam-score">${c.logProb === -Infinity ? "" : c.logProb.toFixed(2)}</tspan></text>`;
+      });
+    });
+    $("try-beam").innerHTML = `<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="the beam search, step by step">${svg}</svg>`;
+  }
+
+  function run() {
+    const text = $("try-source").value;
+    const beam = $("try-search").value === "beam";
+    const alpha = Number($("try-alpha").value);
+    const steps = [];
+    try {
+      const started = performance.now();
+      const result = translator.translate(text, { beamSize: beam ? 4 : 1, alpha,
+        watch: beam ? (step) => steps.push(step) : null });
+      const ms = performance.now() - started;
+      shown = { result, attention: attentionOf(result) };
+      $("try-output").textContent = result.text;
+      $("try-message").textContent = result.note;
+      $("try-source-pieces").innerHTML = pieces(result.words, new Set(result.unknown));
+      $("try-output-pieces").innerHTML = pieces(result.output, new Set());
+      $("try-time").textContent = `${beam ? "beam 4" : "greedy"}, ${ms.toFixed(0)} ms`;
+      drawMap();
+      drawBeam(beam ? steps : []);
+      document.body.dataset.translated = String(Number(document.body.dataset.translated || 0) + 1);
+    } catch (err) {
+      shown = null;
+      $("try-output").textContent = "";
+      $("try-message").textContent = err.message;
+      $("try-map").innerHTML = "";
+      $("try-beam").innerHTML = "";
+    }
+  }
+
+  function start() {
+    translator = new window.Translator(window.TRANSFORMER_MODEL);
+    const { num_encoder_layers: enc, num_decoder_layers: dec, num_heads: heads } = translator.config;
+    const options = (n) => Array.from({ length: n }, (_, i) => `<option value="${i}">${i + 1}</option>`).join("");
+    $("try-layer").innerHTML = options(Math.max(enc, dec));
+    $("try-head").innerHTML = options(heads);
+    $("try-alpha-row").hidden = $("try-search").value !== "beam";
+    $("try-form").addEventListener("submit", (e) => { e.preventDefault(); run(); });
+    let timer = null;
+    $("try-source").addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(run, 300); });
+    $("try-search").addEventListener("change", () => {
+      $("try-alpha-row").hidden = $("try-search").value !== "beam";
+      run();
+    });
+    $("try-alpha").addEventListener("change", run);
+    for (const id of ["try-kind", "try-layer", "try-head"]) $(id).addEventListener("change", drawMap);
+    run();
+  }
+
+  window.tryIt = { run, translator: () => translator };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
