@@ -21,7 +21,7 @@ SITE = ROOT / "site"
 SCREENS = SITE / "_screens"
 EXECUTED = ROOT / "build" / "notebooks"
 PAGES = ["index.html", "04_positional_encoding.html", "diff_03_04.html",
-         "13_decoding_like_the_paper.html"]
+         "13_decoding_like_the_paper.html", "try_it.html"]
 WIDTHS = [1280, 800]
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-quic",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -197,3 +197,112 @@ def test_a_diff_fits_in_jupyterlabs_own_page(browser, tmp_path, width, layout):
     browser.save_screenshot(str(SCREENS / f"jupyterlab_diff_{width}.png"))
     assert browser.execute_script(SHOWN_LAYOUTS) == [layout]
     assert browser.execute_script(OVERFLOWING) == []
+
+
+# --- The Try-it page: the trained model in the browser, held to PyTorch ---------------------
+
+TRY_SENTENCES = 200  # test sentences translated through the page, greedy and beam 4
+TRANSLATE = """
+const [sentences, beamSize] = arguments;
+const t = window.tryIt.translator();
+return sentences.map((s) => t.translate(s, { beamSize, alpha: 0.6 }).ids);
+"""
+ATTENTION = """
+const t = window.tryIt.translator();
+const r = t.translate(arguments[0]);
+const { memory, attention } = t.encode(r.srcIds);
+const d = t.decode([2, ...r.ids], memory);
+return { ids: r.ids, encoder: attention, self: d.selfAttention, cross: d.crossAttention };
+"""
+
+
+@pytest.fixture(scope="module")
+def pytorch_side():
+    """The page's model as PyTorch runs it: tokens for the test sentences, greedy and beam."""
+    import torch
+
+    from course_tools.paper_run import paper_run
+    from toolkit.search.decoding import EXTRA_LEN, translate
+
+    run = paper_run()
+    sentences = run.data.sources("test")[:TRY_SENTENCES]
+    with torch.inference_mode():
+        results = {beam: translate(run.model, sentences, run.data.src_vocab, run.data.tgt_vocab,
+                                   beam_size=beam, length_penalty=0.6, extra_len=EXTRA_LEN,
+                                   max_len=run.model.config["max_seq_len"])
+                   for beam in (1, 4)}
+    return run, sentences, {beam: [run.data.tgt_vocab.encode(tokens) for tokens in out]
+                            for beam, out in results.items()}
+
+
+def page_ids(browser, sentences: list[str], beam: int) -> list[list[int]]:
+    ids = []
+    for start in range(0, len(sentences), 25):  # in chunks, within the script timeout
+        ids += browser.execute_script(TRANSLATE, sentences[start:start + 25], beam)
+    return ids
+
+
+def attention_difference(browser, run, sentence: str) -> float:
+    """The largest difference between the page's attention weights and the model's own."""
+    import torch
+
+    from toolkit.batching.batches import encode_source
+    from toolkit.stage_api import keeping_attention
+
+    page = browser.execute_script(ATTENTION, sentence)
+    src = torch.tensor([encode_source(run.data.src_vocab.split(sentence), run.data.src_vocab)])
+    with keeping_attention(run.model), torch.no_grad():
+        run.model(src, torch.tensor([[2, *page["ids"]]]))
+        ours = {"encoder": [layer.self_attn.attention[0] for layer in run.model.encoder_layers],
+                "self": [layer.self_attn.attention[0] for layer in run.model.decoder_layers],
+                "cross": [layer.cross_attn.attention[0] for layer in run.model.decoder_layers]}
+    return max((torch.tensor(page[kind][layer], dtype=torch.float64) - weights.double())
+               .abs().max().item() for kind, layers in ours.items()
+               for layer, weights in enumerate(layers))
+
+
+def test_the_try_it_page_translates_as_pytorch_does(browser, pytorch_side):
+    run, sentences, expected = pytorch_side
+    open_page(browser, (SITE / "try_it.html").as_uri(), 1280)
+    first = browser.execute_script("return window.tryIt.firstTranslation;")
+    weight = sum((SITE / "_static" / name).stat().st_size
+                 for name in ("model.js", "translator.js", "try_it.js"))
+    greedy, beam = page_ids(browser, sentences, 1), page_ids(browser, sentences, 4)
+    differences = [attention_difference(browser, run, s) for s in sentences[:20]]
+    same = [sum(a == b for a, b in zip(page, expected[beam], strict=True))
+            for page, beam in ((greedy, 1), (beam, 4))]
+    print(f"page weight {weight / 1e6:.2f} MB; first translation {first:.0f} ms after loading "
+          f"began; greedy {same[0]}/{len(sentences)} and beam 4 {same[1]}/{len(sentences)} "
+          f"sentences equal ({sum(map(len, expected[1]))} and {sum(map(len, expected[4]))} "
+          f"tokens); largest attention difference on 20 sentences {max(differences):.1e}")
+    assert greedy == expected[1]
+    assert beam == expected[4]
+    assert max(differences) < 1e-4
+    assert weight <= 12e6
+    assert first is not None and first <= 2000
+
+
+def test_a_planted_bug_in_the_page_is_caught(browser, pytorch_side, tmp_path):
+    run, sentences, expected = pytorch_side
+    copy = tmp_path / "site"
+    shutil.copytree(SITE, copy)
+    script = copy / "_static" / "translator.js"
+    planted = script.read_text().replace("scores.push(dot / scale)", "scores.push(dot)")
+    assert planted != script.read_text()
+    script.write_text(planted)
+    open_page(browser, (copy / "try_it.html").as_uri(), 1280)
+    assert (page_ids(browser, sentences[:50], 1) != expected[1][:50]
+            or attention_difference(browser, run, sentences[0]) > 1e-3)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "cannot translate an empty sentence"),
+    ("the zebra sees the dog", "words not in the vocabulary, read as <unk>: zebra"),
+    ("the dog " * 200, "more than the model's"),
+])
+def test_the_try_it_page_says_what_the_python_translator_says(browser, text, message):
+    open_page(browser, (SITE / "try_it.html").as_uri(), 800)
+    box = browser.find_element("id", "try-source")
+    box.clear()
+    browser.execute_script("arguments[0].value = arguments[1]; window.tryIt.run();", box, text)
+    assert message in browser.find_element("id", "try-message").text
