@@ -267,16 +267,16 @@ def test_the_try_it_page_translates_as_pytorch_does(browser, pytorch_side):
     first = browser.execute_script("return window.tryIt.firstTranslation;")
     weight = sum((SITE / "_static" / name).stat().st_size
                  for name in ("model.js", "translator.js", "try_it.js"))
-    greedy, beam = page_ids(browser, sentences, 1), page_ids(browser, sentences, 4)
+    greedy, beams = page_ids(browser, sentences, 1), page_ids(browser, sentences, 4)
     differences = [attention_difference(browser, run, s) for s in sentences[:20]]
     same = [sum(a == b for a, b in zip(page, expected[beam], strict=True))
-            for page, beam in ((greedy, 1), (beam, 4))]
+            for page, beam in ((greedy, 1), (beams, 4))]
     print(f"page weight {weight / 1e6:.2f} MB; first translation {first:.0f} ms after loading "
           f"began; greedy {same[0]}/{len(sentences)} and beam 4 {same[1]}/{len(sentences)} "
           f"sentences equal ({sum(map(len, expected[1]))} and {sum(map(len, expected[4]))} "
           f"tokens); largest attention difference on 20 sentences {max(differences):.1e}")
     assert greedy == expected[1]
-    assert beam == expected[4]
+    assert beams == expected[4]
     assert max(differences) < 1e-4
     assert weight <= 12e6
     assert first is not None and first <= 2000
