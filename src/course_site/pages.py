@@ -146,7 +146,7 @@ layer and head. Hover a row to see what that token read.
 <div class="try-it" id="try-it">
 <form id="try-form" autocomplete="off">
   <input id="try-source" type="text" aria-label="English sentence"
-         value="Today the small dog does not see the red cars because they are behind the house.">
+         value="Today the small dog does not see the red cars because the cat sleeps behind the car.">
   <label>search <select id="try-search"><option value="greedy">greedy</option>
     <option value="beam">beam 4</option></select></label>
   <label id="try-alpha-row">α <input id="try-alpha" type="number" value="0.6" min="0" max="2"

@@ -37,7 +37,7 @@
     const layer = Number($("try-layer").value);
     const head = Number($("try-head").value);
     const { weights, rows, cols } = shown.attention[kind];
-    const grid = weights[layer][head];
+    const grid = weights[Math.min(layer, weights.length - 1)][head];
     const header = cols.map((c) => `<th scope="col"><span>${escape(c)}</span></th>`).join("");
     const body = grid.map((row, i) => `<tr data-row="${i}"><th scope="row">${escape(rows[i])}</th>${row.map((w, j) => `<td style="--w:${w.toFixed(4)}" title="${escape(rows[i])} → ${escape(cols[j])}: ${w.toFixed(3)}"></td>`).join("")}</tr>`).join("");
     $("try-map").innerHTML = `<table class="try-heatmap"><caption>${KINDS[kind]}, layer ${layer + 1}, head ${head + 1}: each row sums to 1</caption><thead><tr><th></th>${header}</tr></thead><tbody>${body}</tbody></table>`;
@@ -55,7 +55,7 @@
   // each joined to the hypothesis it extends; finished ones boxed, dropped ones faint.
   function drawBeam(steps) {
     if (!steps.length) { $("try-beam").innerHTML = ""; return; }
-    const colWidth = 120;
+    const colWidth = 150;
     const rowHeight = 26;
     const ranks = Math.max(...steps.map((s) => s.length));
     const width = colWidth * (steps.length + 1);
@@ -68,7 +68,7 @@
       step.forEach((c, rank) => {
         const from = s === 0 ? 0 : parents[c.parent] ?? 0;
         const cls = c.finished ? "finished" : c.goesOn ? "live" : "dropped";
-        svg += `<line x1="${x(s) - colWidth + 60}" y1="${y(from)}" x2="${x(s) - 4}" y2="${y(rank)}" class="try-beam-${cls}"/>`;
+        svg += `<line x1="${x(s) - colWidth + (s === 0 ? 52 : 112)}" y1="${y(from)}" x2="${x(s) - 4}" y2="${y(rank)}" class="try-beam-${cls}"/>`;
         svg += `<text x="${x(s)}" y="${y(rank) + 4}" class="try-beam-token try-beam-${cls}">${escape(translator.tgtItos[c.token])}<tspan dx="4" class="try-beam-score">${c.logProb === -Infinity ? "" : c.logProb.toFixed(2)}</tspan></text>`;
       });
     });
