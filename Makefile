@@ -85,9 +85,10 @@ unit: $(INSTALLED)
 	$(UNIT_TESTS) --durations=15
 
 # Plant each bug of course_tools/mutations.py in a temporary copy of the code and run the tests
-# that import it: every mutation must be killed by a failing assertion.
+# that import it: every mutation must be killed by a failing assertion. Where the committed
+# table was recorded with this very code, tests and data (assets/mutants.code), it stands.
 mutants-check: $(INSTALLED)
-	$(BIN)/python -m course_tools.mutants
+	$(BIN)/python -m course_tools.mutants --unless-recorded
 
 # The same, then record the table that notebook 09 shows (the whole catalogue only).
 ONLY ?=

@@ -157,3 +157,36 @@ def test_a_module_reached_through_another_is_tried_against_the_tests_that_reach_
     assert "test_decoding.py" in tried("toolkit.stage_api")
     assert tried("toolkit.text.vocab")[0] == "test_vocab.py"  # its own tests first
     assert "test_ladder.py" not in tried("toolkit.text.vocab")  # hashes, not behaviour
+
+
+def test_a_recorded_table_spares_the_rerun_only_for_the_code_it_was_computed_with(
+        monkeypatch, tmp_path):
+    ran = []
+
+    def pretend(mutation, workspace, only=None):
+        ran.append(mutation.name)
+        return Outcome(mutation.name, mutation.bug, "src/x.py:1", "killed", "tests/t.py::t")
+
+    monkeypatch.setattr(mutants, "try_mutation", pretend)
+    monkeypatch.setattr(mutants, "unproven", lambda outcomes, workspace: None)
+    monkeypatch.setattr(mutants, "CODE_PATH", tmp_path / "mutants.code")
+    (tmp_path / "mutants.code").write_text(mutants.code_under_test() + "\n")
+    assert mutants.main(["--unless-recorded"]) == 0
+    assert ran == []  # the committed table was computed by this code: nothing reran
+    (tmp_path / "mutants.code").write_text("another code\n")
+    assert mutants.main(["--unless-recorded"]) == 0
+    assert len(ran) == len(CATALOGUE)  # any change, and every mutation runs again
+
+
+def test_the_code_under_test_changes_with_a_test_not_with_a_comment(tmp_path):
+    for folder in ("src/toolkit", "tests", "assets/data"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    (tmp_path / "src" / "toolkit" / "a.py").write_text("LIMIT = 3\n")
+    test = tmp_path / "tests" / "test_a.py"
+    test.write_text("def test_limit():\n    assert LIMIT == 3\n")
+    before = mutants.code_under_test(tmp_path)
+    test.write_text("def test_limit():\n    assert LIMIT == 3  # the limit\n")
+    assert mutants.code_under_test(tmp_path) == before
+    test.write_text("def test_limit():\n    assert LIMIT >= 0\n")  # a weaker test
+    assert mutants.code_under_test(tmp_path) != before

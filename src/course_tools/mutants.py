@@ -14,10 +14,18 @@ and took longer than all the mutations.
     python -m course_tools.mutants            # every mutation; exit 1 unless all are killed
     python -m course_tools.mutants bug04 bug15    # only the names that contain these words
     python -m course_tools.mutants --record   # also write assets/mutants.json for notebook 09
+    python -m course_tools.mutants --unless-recorded   # make test: rerun only if anything moved
+
+A recorded run also writes `assets/mutants.code`, a fingerprint of everything a run reads:
+the behaviour of every module and test (`course_tools.fingerprints`: comments, docstrings
+and moves leave it as it is), the corpus, the example corpora and the test settings. Where
+the code here has that fingerprint, the same tests ran on the same code and killed every
+mutation, and `--unless-recorded` says so instead of spending minutes to prove it again.
 """
 
 import argparse
 import ast
+import hashlib
 import json
 import os
 import re
@@ -31,10 +39,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from course_tools.fingerprints import code_fingerprint, file_fingerprint
 from course_tools.mutations import CATALOGUE, SRC, Mutation, MutationDoesNotApply
 
 ROOT = SRC.parent
 TABLE_PATH = ROOT / "assets" / "mutants.json"
+CODE_PATH = TABLE_PATH.with_suffix(".code")  # what the recorded table was computed with
 # Tests of source text, hashes and install paths rather than behaviour: a mutation would
 # "fail" them without any test having caught the bug.
 # The site builder's and the exercises' tests read the notebooks, which the mutants' copy
@@ -190,13 +200,38 @@ def line_for(outcome: Outcome) -> str:
     return f"{status:8} {outcome.name:58} {outcome.where:46} {tail}"
 
 
+def code_under_test(root: Path = ROOT) -> str:
+    """A fingerprint of all a mutation run reads: code, tests, corpora and test settings."""
+    python = sorted([*(root / "src").rglob("*.py"), *(root / "tests").rglob("*.py")])
+    data = sorted([*(root / "assets" / "data").glob("*.jsonl"),
+                   *(root / "assets" / "examples").rglob("*.tsv"), root / "pyproject.toml"])
+    both = code_fingerprint(python) + file_fingerprint(data)
+    return hashlib.sha256(both.encode()).hexdigest()
+
+
+def recorded_for_this_code() -> bool:
+    """True if the committed table was computed by this very code, and all were killed."""
+    if not CODE_PATH.exists() or CODE_PATH.read_text().strip() != code_under_test():
+        return False
+    table = load_table()
+    return (len(table) == len(CATALOGUE) and not stale(table)
+            and all(outcome.status == "killed" for outcome in table))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Exit 0 only if every chosen mutation was killed: a survivor is a missing test."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("only", nargs="*", help="run only mutations whose name contains these")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--record", action="store_true", help=f"write {TABLE_PATH.name}")
+    parser.add_argument("--unless-recorded", action="store_true",
+                        help=f"run nothing if {TABLE_PATH.name} was recorded with this code")
     args = parser.parse_args(argv)
+    if args.unless_recorded and not args.only and recorded_for_this_code():
+        print(f"{TABLE_PATH.name} was recorded with this very code, tests and data "
+              f"({CODE_PATH.name}: {code_under_test()[:12]}): all {len(CATALOGUE)} mutations "
+              f"killed there; nothing to rerun (make mutants proves it again)")
+        return 0
     mutations = [m for m in CATALOGUE if not args.only or any(w in m.name for w in args.only)]
     if not mutations:
         print(f"no mutation matches {args.only}", file=sys.stderr)
@@ -220,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.record and not args.only:
         rows = [{k: v for k, v in asdict(o).items() if k != "crashed"} for o in outcomes]
         TABLE_PATH.write_text(json.dumps(rows, indent=1) + "\n")
+        if killed == len(outcomes):
+            CODE_PATH.write_text(code_under_test() + "\n")
     elif not args.only and (changed := stale(load_table())):
         print(f"{TABLE_PATH.name}, the table notebook 09 shows, is stale ({len(changed)} rows; "
               f"`make mutants` re-records it): {'; '.join(changed[:3])}")
