@@ -23,7 +23,7 @@ from toolkit.text.tokens import detokenize, tokenize
 TRANSLATOR = (Path(__file__).resolve().parents[1] / "src" / "course_site" / "_static"
               / "translator.js")
 SENTENCES = 40
-BEAMS = 12  # an untrained model never says <eos>: each beam runs to its limit
+BEAMS = 4  # an untrained model never says <eos>: each beam runs to its limit
 pytestmark = [pytest.mark.slow,  # starts Node
               pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")]
 
