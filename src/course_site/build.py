@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sphinx.cmd.build import build_main
 
-from course_site.model_script import model_script
+from course_site.model_script import model_script, site_run
 from course_site.pages import (
     DIFFS,
     diff_name,
@@ -26,7 +26,6 @@ from course_site.pages import (
     try_page,
 )
 from course_tools.ladder import CHART_PATH
-from course_tools.paper_run import paper_run
 from course_tools.student import student_version
 from toolkit.paths import PROJECT_ROOT
 
@@ -92,9 +91,8 @@ def for_the_site(notebook: dict, name: str, student: bool) -> dict:
 
 
 def trained_model_script() -> str:
-    """Notebook 10's model, the paper recipe's run on seed 0 (kept in build/ since the
-    notebooks ran it), as the classic script the Try-it page loads."""
-    run = paper_run()
+    """Notebook 10's model as the classic script the Try-it page loads."""
+    run = site_run()
     return model_script(run.model, run.data.src_vocab, run.data.tgt_vocab)
 
 

@@ -13,9 +13,22 @@ import json
 import torch
 from torch import nn
 
+from course_tools.paper_run import PAPER, RUNS, PaperRun, key, paper_run
 from toolkit.text.vocab import Vocab
 
 GLOBAL = "TRANSFORMER_MODEL"  # the name the page's script reads
+
+
+def site_run() -> PaperRun:
+    """Notebook 10's model, the paper recipe's run on seed 0, as the notebooks kept it: read
+    back on one thread, the key they trained it under (make's NOTEBOOK_ENV), never trained
+    here, so that the page shows the model the notebooks describe."""
+    torch.set_num_threads(1)
+    kept = RUNS / f"seed{PAPER.seed}-{key(PAPER, 'cpu')}.pt"
+    if not kept.exists():
+        raise SystemExit(f"the site's model is not in {kept}: run the notebooks first (make "
+                         f"site does), so that the page shows notebook 10's model")
+    return paper_run()
 
 
 def model_payload(model: nn.Module, src_vocab: Vocab, tgt_vocab: Vocab) -> dict:

@@ -94,7 +94,7 @@ make site   # the course site, in site/
 
 Everything runs offline on a laptop CPU: the corpus is built in, and this site loads nothing
 from the network; its search works from the files alone, and so does [the trained model,
-live in this page's browser](try_it.md).
+live in your browser](try_it.md).
 
 {toctree("The course", stems)}
 
@@ -136,17 +136,19 @@ html_theme.sidebar_secondary.remove: true
 # Try it: the trained model in your browser
 
 Type an English sentence from the course's world (the dog, the cat, the teacher, numbers up
-to 99, adjectives, negation, "because" and "when"): the stage-07 model of notebook 10
-translates it here, in your browser, from the files of this site alone. Choose greedy
+to 99, adjectives, negation, "because" and "when"; capitals count, so "Dog" is unknown):
+the stage-07 model of notebook 10 translates it here, in your browser, from the files of
+this site alone. Choose greedy
 decoding or the paper's beam search (beam 4, length penalty α), then pick which attention
 to look at: the encoder's, the decoder's own, or the decoder reading the source, for any
 layer and head. Hover a row to see what that token read.
 
 ```{raw} html
 <div class="try-it" id="try-it">
-<form id="try-form" autocomplete="off">
+<form id="try-form" autocomplete="off" novalidate>
   <input id="try-source" type="text" aria-label="English sentence"
-         value="Today the small dog does not see the red cars because the cat sleeps behind the car.">
+    value="Today the small dog does not see the red cars because the cat sleeps behind the car.">
+  <button type="submit">Translate</button>
   <label>search <select id="try-search"><option value="greedy">greedy</option>
     <option value="beam">beam 4</option></select></label>
   <label id="try-alpha-row">α <input id="try-alpha" type="number" value="0.6" min="0" max="2"
@@ -163,11 +165,16 @@ layer and head. Hover a row to see what that token read.
   <option value="self">decoder self-attention</option></select></label>
   <label>layer <select id="try-layer"></select></label>
   <label>head <select id="try-head"></select></label></p>
+<p>Decoder rows are labelled with the token each row wrote; notebook 07 labels the same rows
+with the token its query holds, one place to the left. Layers and heads count from 1 here,
+from 0 in the notebooks.</p>
 <p id="try-read"></p>
 <div class="try-scroll" id="try-map"></div>
 <h2>The beam search, step by step</h2>
-<p>With beam 4, each column is one step: the extensions the search kept, best first, with
-their log-probabilities, each joined to the hypothesis it extends. Green ones finished.</p>
+<p>With beam 4, each column is one step: the 8 best extensions, best first, each joined to
+the hypothesis it extends, with its log-probability. Blue ones go on; green ones finished,
+with their score (the log-probability divided by the length penalty, which α sets); grey
+ones were dropped.</p>
 <div class="try-scroll" id="try-beam"></div>
 </div>
 <script src="_static/model.js"></script>
@@ -177,8 +184,10 @@ their log-probabilities, each joined to the hypothesis it extends. Green ones fi
 
 How it works: `course_site/model_script.py` writes the trained weights into `model.js`, a
 classic script (browsers refuse `fetch()` from `file://` but always run a `<script>`), and
-`translator.js` computes stage 07's forward pass in plain JavaScript. `make test` holds it to
-PyTorch: the same tokens, greedy and beam, and the same attention weights.
+`translator.js` computes stage 07's forward pass in plain JavaScript. The course's tests
+hold this page to PyTorch in Chromium (CI always; `make test` wherever Chromium is
+installed): the same tokens on 200 test sentences, greedy and beam 4 with α = 0.6, and the
+same attention weights on 20 of them. Notebook 08 shows how.
 """
 
 

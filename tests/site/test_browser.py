@@ -221,10 +221,10 @@ def pytorch_side():
     """The page's model as PyTorch runs it: tokens for the test sentences, greedy and beam."""
     import torch
 
-    from course_tools.paper_run import paper_run
+    from course_site.model_script import site_run
     from toolkit.search.decoding import EXTRA_LEN, translate
 
-    run = paper_run()
+    run = site_run()
     sentences = run.data.sources("test")[:TRY_SENTENCES]
     with torch.inference_mode():
         results = {beam: translate(run.model, sentences, run.data.src_vocab, run.data.tgt_vocab,
@@ -300,9 +300,25 @@ def test_a_planted_bug_in_the_page_is_caught(browser, pytorch_side, tmp_path):
     ("the zebra sees the dog", "words not in the vocabulary, read as <unk>: zebra"),
     ("the dog " * 200, "more than the model's"),
 ])
-def test_the_try_it_page_says_what_the_python_translator_says(browser, text, message):
+def test_the_try_it_page_explains_bad_input_as_the_python_translator_does(browser, text, message):
     open_page(browser, (SITE / "try_it.html").as_uri(), 800)
     box = browser.find_element("id", "try-source")
     box.clear()
     browser.execute_script("arguments[0].value = arguments[1]; window.tryIt.run();", box, text)
     assert message in browser.find_element("id", "try-message").text
+
+
+def test_enter_translates_and_a_bad_alpha_clears_the_old_result(browser):
+    from selenium.webdriver.common.keys import Keys
+
+    open_page(browser, (SITE / "try_it.html").as_uri(), 1280)
+    box = browser.find_element("id", "try-source")
+    box.clear()
+    box.send_keys("The dog sees the cat.")
+    box.send_keys(Keys.ENTER)
+    assert browser.find_element("id", "try-output").text == "Der Hund sieht die Katze."
+    browser.execute_script("document.getElementById('try-search').value = 'beam';"
+                           "document.getElementById('try-alpha').value = '-1';"
+                           "window.tryIt.run();")
+    assert "alpha must be 0 or more" in browser.find_element("id", "try-message").text
+    assert browser.find_element("id", "try-output-pieces").text == ""

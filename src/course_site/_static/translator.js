@@ -202,16 +202,21 @@
 
     // toolkit.search.greedy for one sentence: at most maxLen tokens, stopping at <eos>.
     greedy(srcIds, maxLen) {
+      return this.greedySearch(srcIds, maxLen).tokens;
+    }
+
+    // The same, and whether it ended with <eos> (rather than at its limit).
+    greedySearch(srcIds, maxLen) {
       const { memory } = this.encode(srcIds);
       const tokens = [BOS_ID];
       for (let step = 0; step < maxLen; step++) {
         const { logits } = this.decode(tokens, memory);
         let best = 0;
         for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
-        if (best === EOS_ID) break;
+        if (best === EOS_ID) return { tokens: tokens.slice(1), ended: true };
         tokens.push(best);
       }
-      return tokens.slice(1);
+      return { tokens: tokens.slice(1), ended: false };
     }
   }
 
@@ -244,7 +249,8 @@
         const logProbs = logSoftmax(this.decode(row.tokens, memory).logits);
         logProbs.forEach((lp, token) => candidates.push({ r, token, logProb: row.logProb + lp }));
       });
-      // Best first; torch.topk breaks no ties here that a float64 sum would not.
+      // Best first. Exact ties are rare; here the lower row and token win, an order that
+      // torch.topk does not promise.
       const order = candidates.map((_, i) => i)
         .sort((a, b) => candidates[b].logProb - candidates[a].logProb || a - b);
       const best = order.slice(0, Math.min(2 * beamSize, candidates.length))
@@ -267,7 +273,7 @@
         const ids = rows[c.r].tokens.slice(1);
         if (c.token !== EOS_ID) ids.push(c.token); // cut by the limit: its last token is a word
         finished.push({ tokens: ids, score: c.logProb / lengthPenalty(length, alpha),
-          logProb: c.logProb });
+          logProb: c.logProb, ended: c.token === EOS_ID });
       }
       const next = kept.filter((c) => c.goesOn).concat(kept.filter((c) => !c.goesOn))
         .slice(0, beamSize)
@@ -280,14 +286,15 @@
       rows = next;
     }
     finished.sort((a, b) => b.score - a.score); // stable, like Python's sorted
-    return finished.length ? finished[0] : { tokens: [], score: 0, logProb: 0 };
+    return finished.length ? finished[0] : { tokens: [], score: 0, logProb: 0, ended: false };
   };
 
   // toolkit.text.tokens.tokenize: NFC, then a word is a run of letters, digits and their
   // marks (\w+ of Python's regex module), and any other visible character is a token of its
   // own, with the marks that belong to it (\X, a grapheme cluster).
   const WORD = /[\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]/u;
-  const SPACE = /\s/u;
+  // Python's \s: JavaScript's, without U+FEFF (a character to Python) and with U+0085.
+  const SPACE = /[^\S\uFEFF]|\u0085/u;
   const graphemes = typeof Intl !== "undefined" && Intl.Segmenter
     ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
 
@@ -323,10 +330,14 @@
   }
 
   // What `python -m toolkit.translate` does with one line: the same limits (the source's
-  // length + 10 tokens, never past the model's positions) and the same messages.
+  // length + 10 tokens, never past the model's positions) and its messages for an unknown
+  // word and an over-long line. An empty line, which the command leaves empty, gets a
+  // message of its own here.
   Translator.prototype.translate = function (text, { beamSize = 1, alpha = 0.6, watch = null } = {}) {
     const words = tokenize(text);
-    if (words.length === 0) throw new Error("cannot translate an empty sentence: type at least one word");
+    if (words.length === 0) {
+      throw new Error("cannot translate an empty sentence: type at least one word");
+    }
     const srcIds = [...words.map((w) => (this.srcStoi.has(w) ? this.srcStoi.get(w) : UNK_ID)), EOS_ID];
     if (srcIds.length > this.maxSeqLen) {
       throw new RangeError(`${srcIds.length} source tokens, more than the model's ` +
@@ -334,10 +345,12 @@
     }
     const unknown = words.filter((w) => !this.srcStoi.has(w));
     const limit = Math.min(srcIds.length + EXTRA_LEN, this.maxSeqLen);
-    const ids = beamSize > 1 ? this.beam(srcIds, limit, beamSize, alpha, watch).tokens
-      : this.greedy(srcIds, limit);
-    const output = ids.map((id) => this.tgtItos[id]);
-    return { words, srcIds, unknown, ids, output, text: detokenize(output),
+    const found = beamSize > 1 ? this.beam(srcIds, limit, beamSize, alpha, watch)
+      : this.greedySearch(srcIds, limit);
+    const ids = found.tokens;
+    // As Vocab.decode: <pad> and <bos> are never words.
+    const output = ids.filter((id) => id !== PAD_ID && id !== BOS_ID).map((id) => this.tgtItos[id]);
+    return { words, srcIds, unknown, ids, output, ended: found.ended, text: detokenize(output),
       note: unknown.length ? `words not in the vocabulary, read as <unk>: ${unknown.join(" ")}` : "" };
   };
 

@@ -8,6 +8,10 @@
   let translator = null;
   let shown = null; // the last translation and its attention, for the map's selectors
 
+  function options(n) {
+    return Array.from({ length: n }, (_, i) => `<option value="${i}">${i + 1}</option>`).join("");
+  }
+
   function escape(text) {
     return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
   }
@@ -23,7 +27,8 @@
     const input = [2, ...result.ids]; // <bos> and the output: the decoder's inputs
     const { selfAttention, crossAttention } = translator.decode(input, memory);
     const source = [...result.words, "<eos>"];
-    const output = [...result.output, "<eos>"];
+    // The last row writes <eos>, unless the search stopped at its limit first.
+    const output = [...result.output, result.ended ? "<eos>" : "(next)"];
     return {
       encoder: { weights: attention, rows: source, cols: source },
       self: { weights: selfAttention, rows: output, cols: ["<bos>", ...result.output] },
@@ -34,10 +39,13 @@
   function drawMap() {
     if (!shown) return;
     const kind = $("try-kind").value;
-    const layer = Number($("try-layer").value);
-    const head = Number($("try-head").value);
     const { weights, rows, cols } = shown.attention[kind];
-    const grid = weights[Math.min(layer, weights.length - 1)][head];
+    const chosen = Math.min(Number($("try-layer").value) || 0, weights.length - 1);
+    $("try-layer").innerHTML = options(weights.length); // this kind's own layers
+    $("try-layer").value = String(chosen);
+    const layer = chosen;
+    const head = Number($("try-head").value);
+    const grid = weights[layer][head];
     const header = cols.map((c) => `<th scope="col"><span>${escape(c)}</span></th>`).join("");
     const body = grid.map((row, i) => `<tr data-row="${i}"><th scope="row">${escape(rows[i])}</th>${row.map((w, j) => `<td style="--w:${w.toFixed(4)}" title="${escape(rows[i])} → ${escape(cols[j])}: ${w.toFixed(3)}"></td>`).join("")}</tr>`).join("");
     $("try-map").innerHTML = `<table class="try-heatmap"><caption>${KINDS[kind]}, layer ${layer + 1}, head ${head + 1}: each row sums to 1</caption><thead><tr><th></th>${header}</tr></thead><tbody>${body}</tbody></table>`;
@@ -45,14 +53,16 @@
     for (const tr of $("try-map").querySelectorAll("tbody tr")) {
       tr.addEventListener("mouseenter", () => {
         const i = Number(tr.dataset.row);
-        const top = grid[i].map((w, j) => [w, cols[j]]).sort((a, b) => b[0] - a[0]).slice(0, 3);
+        const top = grid[i].map((w, j) => [w, cols[j]]).filter(([w]) => w > 0)
+          .sort((a, b) => b[0] - a[0]).slice(0, 3);
         $("try-read").textContent = `${rows[i]} read: ` + top.map(([w, c]) => `${c} ${w.toFixed(2)}`).join(", ");
       });
     }
   }
 
-  // The search as notebook 13 draws it: one column per step, the kept extensions best first,
-  // each joined to the hypothesis it extends; finished ones boxed, dropped ones faint.
+  // The search step by step: one column per step, its 2 x beam best extensions best first,
+  // each joined to the hypothesis it extends; blue go on, green finished (with their score),
+  // grey were dropped.
   function drawBeam(steps) {
     if (!steps.length) { $("try-beam").innerHTML = ""; return; }
     const colWidth = 150;
@@ -69,7 +79,7 @@
         const from = s === 0 ? 0 : parents[c.parent] ?? 0;
         const cls = c.finished ? "finished" : c.goesOn ? "live" : "dropped";
         svg += `<line x1="${x(s) - colWidth + (s === 0 ? 52 : 112)}" y1="${y(from)}" x2="${x(s) - 4}" y2="${y(rank)}" class="try-beam-${cls}"/>`;
-        svg += `<text x="${x(s)}" y="${y(rank) + 4}" class="try-beam-token try-beam-${cls}">${escape(translator.tgtItos[c.token])}<tspan dx="4" class="try-beam-score">${c.logProb === -Infinity ? "" : c.logProb.toFixed(2)}</tspan></text>`;
+        svg += `<text x="${x(s)}" y="${y(rank) + 4}" class="try-beam-token try-beam-${cls}">${escape(translator.tgtItos[c.token])}<tspan dx="4" class="try-beam-score">${c.logProb === -Infinity ? "" : c.finished ? `score ${c.score.toFixed(2)}` : c.logProb.toFixed(2)}</tspan></text>`;
       });
     });
     $("try-beam").innerHTML = `<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="the beam search, step by step">${svg}</svg>`;
@@ -81,6 +91,10 @@
     const alpha = Number($("try-alpha").value);
     const steps = [];
     try {
+      if (beam && !($("try-alpha").value !== "" && alpha >= 0)) {
+        throw new RangeError("the length penalty's alpha must be 0 or more: a negative one " +
+          "would favour ever shorter sentences");
+      }
       const started = performance.now();
       const result = translator.translate(text, { beamSize: beam ? 4 : 1, alpha,
         watch: beam ? (step) => steps.push(step) : null });
@@ -98,15 +112,17 @@
       shown = null;
       $("try-output").textContent = "";
       $("try-message").textContent = err.message;
-      $("try-map").innerHTML = "";
-      $("try-beam").innerHTML = "";
+      for (const id of ["try-map", "try-beam", "try-source-pieces", "try-output-pieces"]) {
+        $(id).innerHTML = "";
+      }
+      $("try-time").textContent = "";
+      $("try-read").textContent = "";
     }
   }
 
   function start() {
     translator = new window.Translator(window.TRANSFORMER_MODEL);
     const { num_encoder_layers: enc, num_decoder_layers: dec, num_heads: heads } = translator.config;
-    const options = (n) => Array.from({ length: n }, (_, i) => `<option value="${i}">${i + 1}</option>`).join("");
     $("try-layer").innerHTML = options(Math.max(enc, dec));
     $("try-head").innerHTML = options(heads);
     $("try-alpha-row").hidden = $("try-search").value !== "beam";
