@@ -182,6 +182,7 @@ def test_the_code_under_test_changes_with_a_test_not_with_a_comment(tmp_path):
     for folder in ("src/toolkit", "tests", "assets/data"):
         (tmp_path / folder).mkdir(parents=True)
     (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    (tmp_path / "requirements.txt").write_text("torch==2.13.0\n")
     (tmp_path / "src" / "toolkit" / "a.py").write_text("LIMIT = 3\n")
     test = tmp_path / "tests" / "test_a.py"
     test.write_text("def test_limit():\n    assert LIMIT == 3\n")
@@ -189,4 +190,19 @@ def test_the_code_under_test_changes_with_a_test_not_with_a_comment(tmp_path):
     test.write_text("def test_limit():\n    assert LIMIT == 3  # the limit\n")
     assert mutants.code_under_test(tmp_path) == before
     test.write_text("def test_limit():\n    assert LIMIT >= 0\n")  # a weaker test
+    assert mutants.code_under_test(tmp_path) != before
+
+
+def test_the_code_under_test_covers_the_javascript_model_and_the_pins(tmp_path):
+    for folder in ("src/course_site/_static", "tests", "assets/data"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    pins, model = tmp_path / "requirements.txt", tmp_path / "src/course_site/_static/model.js"
+    pins.write_text("torch==2.13.0\n")
+    model.write_text("scores.push(dot / scale);\n")
+    before = mutants.code_under_test(tmp_path)
+    model.write_text("scores.push(dot);\n")  # the Node test would now catch other bugs
+    assert mutants.code_under_test(tmp_path) != before
+    model.write_text("scores.push(dot / scale);\n")
+    pins.write_text("torch==2.14.0\n")
     assert mutants.code_under_test(tmp_path) != before

@@ -18,7 +18,8 @@ and took longer than all the mutations.
 
 A recorded run also writes `assets/mutants.code`, a fingerprint of everything a run reads:
 the behaviour of every module and test (`course_tools.fingerprints`: comments, docstrings
-and moves leave it as it is), the corpus, the example corpora and the test settings. Where
+and moves leave it as it is), the page's JavaScript model, the corpus, the example corpora,
+the test settings and the pinned requirements. Where
 the code here has that fingerprint, the same tests ran on the same code and killed every
 mutation, and `--unless-recorded` says so instead of spending minutes to prove it again.
 """
@@ -203,8 +204,10 @@ def line_for(outcome: Outcome) -> str:
 def code_under_test(root: Path = ROOT) -> str:
     """A fingerprint of all a mutation run reads: code, tests, corpora and test settings."""
     python = sorted([*(root / "src").rglob("*.py"), *(root / "tests").rglob("*.py")])
+    # The page's JavaScript model is under test too (tests/test_translator_js.py).
     data = sorted([*(root / "assets" / "data").glob("*.jsonl"),
-                   *(root / "assets" / "examples").rglob("*.tsv"), root / "pyproject.toml"])
+                   *(root / "assets" / "examples").rglob("*.tsv"), *(root / "src").rglob("*.js"),
+                   root / "pyproject.toml", root / "requirements.txt"])
     both = code_fingerprint(python) + file_fingerprint(data)
     return hashlib.sha256(both.encode()).hexdigest()
 

@@ -308,6 +308,31 @@ def test_the_try_it_page_explains_bad_input_as_the_python_translator_does(browse
     assert message in browser.find_element("id", "try-message").text
 
 
+PHONE = 390  # a phone's CSS width, portrait
+
+
+@pytest.mark.parametrize("width", [*WIDTHS, PHONE])
+def test_the_whole_try_it_page_fits_with_a_beam_search_drawn(browser, width):
+    """The page as a learner leaves it, beam tree and heatmap shown and one row hovered, on
+    one screenshot as tall as the page; the wide parts scroll in their own boxes."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    open_page(browser, (SITE / "try_it.html").as_uri(), width)
+    browser.execute_script("document.getElementById('try-search').value = 'beam';"
+                           "window.tryIt.run();")
+    row = browser.find_element("css selector", "#try-map tbody tr:nth-child(3)")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", row)
+    ActionChains(browser).move_to_element(row).perform()
+    read = browser.find_element("id", "try-read").text
+    assert re.fullmatch(r"\S+ read: .+ \d\.\d\d(, .+ \d\.\d\d)*", read), read
+    assert browser.find_elements("css selector", "#try-beam svg text")
+    browser.set_window_size(width, browser.execute_script(
+        "return document.documentElement.scrollHeight;") + 100)
+    browser.execute_script("window.scrollTo(0, 0);")
+    browser.save_screenshot(str(SCREENS / f"try_it_whole_{width}.png"))
+    assert browser.execute_script(OVERFLOWING) == []
+
+
 def test_enter_translates_and_a_bad_alpha_clears_the_old_result(browser):
     from selenium.webdriver.common.keys import Keys
 

@@ -53,7 +53,8 @@
     for (const tr of $("try-map").querySelectorAll("tbody tr")) {
       tr.addEventListener("mouseenter", () => {
         const i = Number(tr.dataset.row);
-        const top = grid[i].map((w, j) => [w, cols[j]]).filter(([w]) => w > 0)
+        // The three it read most, leaving out what would show as 0.00.
+        const top = grid[i].map((w, j) => [w, cols[j]]).filter(([w]) => w >= 0.005)
           .sort((a, b) => b[0] - a[0]).slice(0, 3);
         $("try-read").textContent = `${rows[i]} read: ` + top.map(([w, c]) => `${c} ${w.toFixed(2)}`).join(", ");
       });
