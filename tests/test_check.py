@@ -102,6 +102,20 @@ def merge(x):
     return x.transpose(1, 2).flatten(2)
 
 
+def german_only(stream, src_len):
+    targets = stream[:, 1:].clone()
+    targets[:, :src_len] = PAD_ID
+    return targets
+
+
+def nucleus(probabilities, p, included=False):
+    """Keep the likeliest tokens until their total reaches p (`included`: one too few)."""
+    ordered, order = probabilities.sort(dim=-1, descending=True)
+    total = ordered.cumsum(dim=-1)
+    kept = total <= p if included else total - ordered < p
+    return torch.zeros_like(kept).scatter(-1, order, kept)
+
+
 RIGHT = {
     "frame_target": [lambda words, vocab: encode_target(words, vocab)],
     "pad_batch": [pad],
@@ -120,6 +134,9 @@ RIGHT = {
     "split_heads": [lambda x, h: stage07.MultiHeadAttention(x.size(-1), h).split_heads(x), merge],
     "scaled_scores": [lambda q, k: q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))],
     "head_padding_mask": [lambda padding: padding[:, None, None, :]],
+    "stream_positions": [lambda stream: ((stream != PAD_ID).cumsum(1) - 1).clamp(min=0)],
+    "german_only_targets": [german_only],
+    "nucleus": [nucleus],
 }
 
 # --- classic wrong answers, each with the words its hint must contain -----------------------
@@ -204,6 +221,16 @@ WRONG = [
     ("head_padding_mask", [lambda padding: padding[:, None, :, None]],
      "does not broadcast|on the <pad> key"),
     ("head_padding_mask", [lambda padding: padding[:, None, :]], "does not broadcast|grows"),
+    ("stream_positions", [lambda stream: torch.arange(stream.size(1)).expand_as(stream)],
+     "counts the padding"),
+    ("german_only_targets", [lambda stream, n: german_only(stream, n - 1)], "scores the <bos>"),
+    ("german_only_targets", [lambda stream, n: stream[:, 1:]], "scores English words"),
+    ("german_only_targets", [lambda stream, n: german_only(stream, n)[:, :-1].roll(1, 1)],
+     "shape|next tokens"),
+    ("nucleus", [lambda probabilities, p: nucleus(probabilities, p, included=True)],
+     "keeps too few"),
+    ("nucleus", [lambda probabilities, p: probabilities >= probabilities.max() * 0],
+     "keeps too many"),
 ]
 
 

@@ -20,7 +20,9 @@ from course_tools.student import (
 from toolkit.checkers import check
 
 ROOT = Path(__file__).resolve().parents[1]
-TAUGHT = sorted((ROOT / "notebooks").glob("0[0-7]_*.ipynb"))  # the data notebook and stages
+# The data notebook, the stages and the appendix stage's notebook.
+TAUGHT = sorted([*(ROOT / "notebooks").glob("0[0-7]_*.ipynb"),
+                 *(ROOT / "notebooks").glob("14_*.ipynb")])
 CHECKERS = {checker.__name__ for checker in check.CHECKERS}
 
 

@@ -54,6 +54,27 @@ def test_only_runs_on_other_data_depend_on_the_code_that_reads_it(monkeypatch):
     assert staleness.toolkit_hash(bpe) != subwords
 
 
+def test_only_appendix_runs_depend_on_the_objectives_and_decoders_made_for_them():
+    """Stage 08's rows go stale when stream_objectives changes; stage 07's never do."""
+    options = ablation.DECODER_ONLY_DATA
+    appendix, stage07 = staleness.toolkit_hash(options, 8), staleness.toolkit_hash(options, 7)
+    assert appendix != stage07
+    assert {p.stem for p in staleness.code_files(staleness.SRC, options, 8)} >= {
+        "stream_objectives", "stream_decoding"}
+
+
+def test_the_whole_stream_row_trains_on_its_own_objective(monkeypatch):
+    """Each seed of each decoder-only row reaches `climb` with its data and its objective."""
+    seen = []
+    monkeypatch.setattr(ladder, "climb", lambda *args: seen.append(args))
+    monkeypatch.setattr(ladder, "load_data", lambda **options: options)
+    for job in ablation.jobs([ablation.DECODER_ONLY, ablation.DECODER_ONLY_WHOLE]):
+        ladder._climb_on_one_thread(job)
+    assert [(args[0], args[1], args[5], args[6], args[3].seed) for args in seen] == [
+        (8, {"shared_vocab": True}, {"shared_vocab": True}, objective, seed)
+        for objective in (None, "whole_stream") for seed in (0, 1, 2)]
+
+
 def test_the_table_puts_a_live_run_beside_its_committed_rung_and_the_spread():
     runs = ladder.load_runs()
     live = dataclasses.replace(ladder.load_ladder()[1], exact_match=99.0)

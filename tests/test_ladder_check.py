@@ -55,7 +55,8 @@ def replaying(files: list[Results], moved: dict[str, dict] | None = None):
 def edit_the_training_code(monkeypatch):
     """Every row trains on it, so every row goes stale."""
     fingerprint = staleness.toolkit_hash
-    monkeypatch.setattr(staleness, "toolkit_hash", lambda data=None: "edited" + fingerprint(data))
+    monkeypatch.setattr(staleness, "toolkit_hash",
+                        lambda data=None, stage=None: "edited" + fingerprint(data, stage))
 
 
 def test_nothing_stale_reruns_nothing(files):

@@ -23,7 +23,8 @@ def test_the_course_has_its_notebooks():
                           "06_ffn_layernorm.ipynb", "07_multi_head.ipynb",
                           "08_from_scratch_to_torch_nn.ipynb", "09_bug_zoo.ipynb",
                           "10_training_like_the_paper.ipynb", "11_scaling_out.ipynb",
-                          "12_real_text.ipynb", "13_decoding_like_the_paper.ipynb"]
+                          "12_real_text.ipynb", "13_decoding_like_the_paper.ipynb",
+                          "14_decoder_only.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)

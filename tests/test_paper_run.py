@@ -77,7 +77,8 @@ def test_a_change_to_what_decides_the_run_trains_it_again(kept, monkeypatch):
     assert paper_run.key(dataclasses.replace(SHORT, lr=1e-3), "cpu") != key
     assert paper_run.key(dataclasses.replace(SHORT, seed=1), "cpu") != key
     fingerprint = staleness.toolkit_hash
-    monkeypatch.setattr(staleness, "toolkit_hash", lambda data=None: "edited" + fingerprint(data))
+    monkeypatch.setattr(staleness, "toolkit_hash",
+                        lambda data=None, stage=None: "edited" + fingerprint(data, stage))
     assert paper_run.key(SHORT, "cpu") != key
     trained = []
     monkeypatch.setattr(paper_run, "train", lambda *a, **k: trained.append(1) or

@@ -20,6 +20,7 @@ from course_site.pages import (
     DIFFS,
     diff_name,
     diff_page,
+    grows_from,
     guide_page,
     index_page,
     stage_number,
@@ -83,8 +84,9 @@ def for_the_site(notebook: dict, name: str, student: bool) -> dict:
         notebook = student_version(notebook, name, keep_outputs=True)
     number = stage_number(Path(name))
     if number and number > 1:
-        link = (f"*What stage {number:02d} changes in stage {number - 1:02d}'s code:* "
-                f"[the diff]({diff_name(number - 1, number)}.md).")
+        old = grows_from(number)
+        link = (f"*What stage {number:02d} changes in stage {old:02d}'s code:* "
+                f"[the diff]({diff_name(old, number)}.md).")
         notebook["cells"].insert(1, {"cell_type": "markdown", "id": "site-diff-link",
                                      "metadata": {}, "source": link})
     return notebook

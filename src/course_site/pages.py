@@ -6,10 +6,12 @@ from pathlib import Path
 
 from course_tools.ladder import CHART_PATH, load_runs, table
 from toolkit.figures.stagediff import stage_diff
-from toolkit.outline import STAGES
+from toolkit.outline import APPENDIX_STAGES, STAGES
 
-# Each stage against the one before it, and the whole journey from the first to the last.
-DIFFS = [(s.number - 1, s.number) for s in STAGES[1:]] + [(STAGES[0].number, STAGES[-1].number)]
+# Each stage against the one before it, the whole journey from the first to the last, and
+# each appendix stage against stage 07, which it grows from.
+DIFFS = ([(s.number - 1, s.number) for s in STAGES[1:]] + [(STAGES[0].number, STAGES[-1].number)]
+         + [(STAGES[-1].number, s.number) for s in APPENDIX_STAGES])
 
 
 def diff_name(old: int, new: int) -> str:
@@ -17,9 +19,16 @@ def diff_name(old: int, new: int) -> str:
 
 
 def stage_number(notebook: Path) -> int | None:
-    """01_naive_attention.ipynb -> 1; the data notebook and appendices have none."""
-    number = int(notebook.name[:2])
-    return number if any(s.number == number for s in STAGES) else None
+    """The stage a notebook explains, by the name they share: 01_naive_attention.ipynb -> 1,
+    14_decoder_only.ipynb -> 8 (stage08_decoder_only); the data notebook and the other
+    appendices have none."""
+    return next((s.number for s in STAGES + APPENDIX_STAGES
+                 if s.module.split("_", 1)[1] == notebook.stem.split("_", 1)[1]), None)
+
+
+def grows_from(number: int) -> int:
+    """The stage a stage's diff starts from: the one before, or stage 07 for an appendix."""
+    return STAGES[-1].number if any(s.number == number for s in APPENDIX_STAGES) else number - 1
 
 
 def title(notebook: dict) -> str:
@@ -43,7 +52,7 @@ def index_page(notebooks: dict[str, dict], student: bool) -> str:
     items = []
     for name, notebook in notebooks.items():
         number = stage_number(Path(name))
-        changed = (f" · [what changed]({diff_name(number - 1, number)}.md)"
+        changed = (f" · [what changed]({diff_name(grows_from(number), number)}.md)"
                    if number and number > 1 else "")
         items.append(f"{int(name[:2])}. [{title(notebook)}]({name}){changed}  \n"
                      f"   {learning_goal(notebook)}")

@@ -5,7 +5,8 @@ paper's full recipe (`recipes.PAPER`), then without each option in turn: the sam
 every row, and every row on each seed of `recipes.SEEDS` (the seed sets the initial weights,
 the order of the pairs and the dropout masks), so a difference can be read against the spread
 between seeds. It also trains stage 07 on the ladder's recipe with unscaled attention scores,
-for notebook 07, and on subwords instead of words for notebook 12.
+for notebook 07, and on subwords instead of words for notebook 12; and stage 08, the
+decoder-only appendix stage, on the ladder's budget, for notebook 14.
 `python -m course_tools.ablation "ROW NAME" ...` recomputes only the named rows. Two runs go at a
 time, one thread each. It writes `assets/ablation.json`,
 whose rows carry the same hashes as the ladder's rungs, so numbers computed on other code
@@ -20,7 +21,7 @@ import pandas as pd
 
 from course_tools import ladder
 from course_tools.ladder import METRICS, Rung, mean_sd, spread
-from toolkit.learning.recipes import PAPER, RECIPES
+from toolkit.learning.recipes import PAPER, RECIPES, Recipe
 
 ABLATION_PATH = ladder.LADDER_PATH.with_name("ablation.json")
 TABLE_START = "<!-- ablation table: written by make ablation -->"
@@ -56,6 +57,21 @@ LADDER_VARIANTS = {UNSCALED: replace(RECIPES[7], attention_scale=1.0)}
 SUBWORDS = "stage 07, BPE subwords (300, shared)"
 SUBWORD_DATA = {"tokenizer": "bpe", "vocab_size": 300, "shared_vocab": True}
 DATA_VARIANTS = {SUBWORDS: (RECIPES[7], SUBWORD_DATA)}  # name -> (recipe, load_data options)
+# Notebook 14: stage 08, decoder-only, on the ladder's budget (the same pairs in the same
+# order) with as many parameters as the ladder's stage 07 (277,285 against 276,206): five
+# layers, the output layer tied to the one embedding, one vocabulary for both languages.
+# Stage 07's own row is the ladder's.
+DECODER_ONLY_RECIPE = replace(RECIPES[7], model={
+    "embed_dim": 64, "num_heads": 2, "num_layers": 5, "ff_dim": 256, "dropout": 0.0,
+    "tie_embeddings": True})
+DECODER_ONLY_DATA = {"shared_vocab": True}
+DECODER_ONLY = "stage 08, decoder-only, loss on the German"
+DECODER_ONLY_WHOLE = "stage 08, decoder-only, loss on the whole stream"
+# name -> (stage, recipe, load_data options, objective: None for the stage's own)
+APPENDIX_VARIANTS = {
+    DECODER_ONLY: (8, DECODER_ONLY_RECIPE, DECODER_ONLY_DATA, None),
+    DECODER_ONLY_WHOLE: (8, DECODER_ONLY_RECIPE, DECODER_ONLY_DATA, "whole_stream"),
+}
 
 
 def load_ablation(path: Path = ABLATION_PATH) -> dict[str, list[Rung]]:
@@ -94,14 +110,23 @@ def markdown_table(rows: dict[str, list[Rung]]) -> str:
 def jobs(names: list[str]) -> list[ladder.Job]:
     """Every seed of the named rows, in the order the file keeps them."""
     recipes = {**VARIANTS, **LADDER_VARIANTS}
-    return [(7, recipe, name) if name in recipes else (7, recipe, name, DATA_VARIANTS[name][1])
-            for name in names
-            for recipe in ladder.with_seeds(recipes.get(name) or DATA_VARIANTS[name][0])]
+    return [job for name in names for job in _row_jobs(name, recipes)]
+
+
+def _row_jobs(name: str, recipes: dict[str, Recipe]) -> list[ladder.Job]:
+    if name in recipes:
+        return [(7, recipe, name) for recipe in ladder.with_seeds(recipes[name])]
+    if name in DATA_VARIANTS:
+        recipe, options = DATA_VARIANTS[name]
+        return [(7, seeded, name, options) for seeded in ladder.with_seeds(recipe)]
+    stage, recipe, options, objective = APPENDIX_VARIANTS[name]
+    return [(stage, seeded, name, options, objective) if objective else
+            (stage, seeded, name, options) for seeded in ladder.with_seeds(recipe)]
 
 
 def every_row() -> list[str]:
     """Every row's name, in the order the file keeps them."""
-    return [*VARIANTS, *LADDER_VARIANTS, *DATA_VARIANTS]
+    return [*VARIANTS, *LADDER_VARIANTS, *DATA_VARIANTS, *APPENDIX_VARIANTS]
 
 
 def main(names: list[str]) -> None:

@@ -29,6 +29,7 @@ from course_tools import staleness
 from course_tools.fingerprints import numeric_platform
 from toolkit.batching.batches import endless, loader
 from toolkit.batching.data import CourseData, load_data
+from toolkit.learning import stream_objectives
 from toolkit.learning.recipes import RECIPES, SEEDS, Recipe
 from toolkit.learning.training import History, evaluate_loss, train
 from toolkit.outline import STAGES
@@ -94,7 +95,8 @@ def rung(
         bleu=round(report.bleu, 2), bleu_signature=report.bleu_signature,
         per_phenomenon={k: round(v, 2) for k, v in report.per_phenomenon.items()},
         stage_sha256=staleness.stage_hash(number), corpus_sha256=staleness.corpus_hash(),
-        toolkit_sha256=staleness.toolkit_hash(data), seed=recipe.seed, data=dict(data or {}),
+        toolkit_sha256=staleness.toolkit_hash(data, number), seed=recipe.seed,
+        data=dict(data or {}),
         platform=numeric_platform() if str(device_of(model)) == "cpu" else str(device_of(model)),
     )
 
@@ -122,15 +124,18 @@ def build(number: int, data: CourseData, recipe: Recipe) -> nn.Module:
 
 def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
           recipe: Recipe | None = None, title: str | None = None,
-          data_options: dict | None = None) -> Rung:
+          data_options: dict | None = None, objective: str | None = None) -> Rung:
     """Train one stage with its recipe (or another) and score it on the test split.
 
-    `data_options` are the load_data options that made `data`, recorded in the rung.
+    `data_options` are the load_data options that made `data`, recorded in the rung;
+    `objective` names one of `toolkit.learning.stream_objectives` to train stage 08 with
+    instead of its own (the validation loss stays the stage's own, so rows compare).
     """
     stage, recipe = stage_module(number), recipe or RECIPES[number]
     model = build(number, data, recipe)
     batches = endless(loader(data.train, recipe.batch_size, seed=recipe.seed))
-    history = train(model, stage.objective, batches, device=device,
+    trained_on = getattr(stream_objectives, objective) if objective else stage.objective
+    history = train(model, trained_on, batches, device=device,
                     description=title or f"stage {number:02d}", **recipe.training())
     validation = loader(data.validation, batch_size=100, shuffle=False)
     validation_loss = evaluate_loss(model, stage.objective, validation, device)
@@ -159,20 +164,23 @@ def load_ladder(path: Path = LADDER_PATH, seed: int = RECIPES[1].seed) -> dict[i
     return {run.stage: run for run in load_runs(path) if run.seed == seed}
 
 
-Job = tuple[int, Recipe, str | None] | tuple[int, Recipe, str | None, dict]
+# (stage, recipe, title[, load_data options[, objective]]): see `climb`
+Job = (tuple[int, Recipe, str | None] | tuple[int, Recipe, str | None, dict]
+       | tuple[int, Recipe, str | None, dict, str])
 
 
 def train_all(jobs: list[Job]) -> list[Rung]:
-    """Run (stage, recipe, title[, load_data options]) jobs two at a time, one thread each."""
+    """Run (stage, recipe, title[, load_data options[, objective]]) jobs two at a time, one
+    thread each."""
     with ProcessPoolExecutor(2) as pool:
         return list(pool.map(_climb_on_one_thread, jobs))
 
 
 def _climb_on_one_thread(job: Job) -> Rung:
     torch.set_num_threads(1)
-    number, recipe, title, *data_options = job
-    options = data_options[0] if data_options else {}
-    return climb(number, load_data(**options), "cpu", recipe, title, options)
+    number, recipe, title, *rest = job
+    options, objective = rest[0] if rest else {}, rest[1] if len(rest) > 1 else None
+    return climb(number, load_data(**options), "cpu", recipe, title, options, objective)
 
 
 def with_seeds(recipe: Recipe, seeds: Iterable[int] = SEEDS) -> list[Recipe]:

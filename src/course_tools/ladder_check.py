@@ -82,7 +82,7 @@ def restamp(run: Rung, witness: Rung | None = None) -> Rung:
         witnesses[witness.platform] = ladder.numbers(witness)
     return replace(run, stage_sha256=staleness.stage_hash(run.stage),
                    corpus_sha256=staleness.corpus_hash(),
-                   toolkit_sha256=staleness.toolkit_hash(run.data),
+                   toolkit_sha256=staleness.toolkit_hash(run.data, run.stage),
                    witnesses=witnesses)
 
 
@@ -194,7 +194,7 @@ def _fingerprints_in(tree: Path, run: Rung) -> tuple[str, str]:
     """The stage's and the training code's fingerprints as they are in another checkout."""
     src = tree / "src"
     return (code_fingerprint([staleness.stage_file(run.stage, src)]),
-            code_fingerprint(staleness.code_files(src, run.data)))
+            code_fingerprint(staleness.code_files(src, run.data, run.stage)))
 
 
 def git(*args: str) -> str:

@@ -1,4 +1,5 @@
-"""The paper recipe's run, trained once and kept: notebook 10's model, the ablation's full row.
+"""The paper recipe's run, trained once and kept: notebook 10's model, the ablation's full row;
+and, the same way, notebook 14's decoder-only model, the seed-0 run of its ablation row.
 
 Stage 07 trained with `recipes.PAPER` on the built-in corpus is the ablation's full row
 (`make ablation` trains it the same way) and notebook 10's model. Two minutes of training is
@@ -11,6 +12,9 @@ same numbers as training afresh.
 Besides the final weights, the run keeps the weights after each of its last `AVERAGED`
 multiples of `SAVE_EVERY` steps, the checkpoints the paper averages (its base models average
 the last 5 checkpoints, written 10 minutes apart), for a decoder of the same run to average.
+
+`decoder_only_run()` keeps stage 08 trained on `ablation.DECODER_ONLY_RECIPE` the same way:
+`make test` trains both at once, one thread each, before the notebooks run.
 """
 
 import hashlib
@@ -23,7 +27,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from course_tools import ladder, staleness
+from course_tools import ablation, ladder, staleness
 from course_tools.fingerprints import code_fingerprint
 from toolkit.batching.batches import Batch, endless, loader
 from toolkit.batching.data import CourseData, load_data
@@ -47,6 +51,7 @@ class PaperRun:
     recipe: Recipe
     data: CourseData
     loaded_from: Path | None = None  # where it was read from, if it was not trained now
+    stage: int = 7
 
     def averaged(self, last: int | None = None) -> nn.Module:
         """A copy of the model holding the mean of the `last` kept checkpoints' weights (all
@@ -57,7 +62,8 @@ class PaperRun:
                              f"(steps {sorted(self.checkpoints)}): average 1 to "
                              f"{len(self.checkpoints)} of them, not {last}")
         newest = sorted(self.checkpoints)[-last:]
-        model = ladder.build(7, self.data, self.recipe).to(next(self.model.parameters()).device)
+        model = ladder.build(self.stage, self.data, self.recipe).to(
+            next(self.model.parameters()).device)
         model.load_state_dict(average_state_dicts([self.checkpoints[s] for s in newest]))
         return model.eval()
 
@@ -87,44 +93,55 @@ def checkpoint_steps(steps: int) -> set[int]:
     return {steps - SAVE_EVERY * i for i in range(AVERAGED) if steps - SAVE_EVERY * i > 0}
 
 
-def key(recipe: Recipe, device: torch.device | str) -> str:
+def key(recipe: Recipe, device: torch.device | str, stage: int = 7,
+        data_options: dict | None = None) -> str:
     """What decides every bit of the run; a kept run is used only under the same key."""
     code = code_fingerprint([Path(__file__), Path(ladder.__file__)])
-    parts = [staleness.toolkit_hash(), staleness.stage_hash(7), staleness.corpus_hash(), code,
-             repr(sorted(asdict(recipe).items())), str(torch.device(device)),
+    parts = [staleness.toolkit_hash(data_options, stage), staleness.stage_hash(stage),
+             staleness.corpus_hash(), code, repr(sorted(asdict(recipe).items())),
+             repr(sorted((data_options or {}).items())), str(torch.device(device)),
              str(torch.get_num_threads()), torch.__version__]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
 
 def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device | str = "cpu",
-              recipe: Recipe = PAPER, runs: Path = RUNS) -> PaperRun:
-    """The paper recipe's run on `seed`: read back if it was kept under the same key, else
-    trained (with a progress bar) and kept. `fresh=True` trains it whatever is kept. While
-    another process trains the same run (notebooks 10 and 13 side by side), this one waits
-    for it rather than training it a second time."""
+              recipe: Recipe = PAPER, runs: Path = RUNS, stage: int = 7,
+              data_options: dict | None = None) -> PaperRun:
+    """The paper recipe's run on `seed` (or another stage's and recipe's): read back if it was
+    kept under the same key, else trained (with a progress bar) and kept. `fresh=True` trains
+    it whatever is kept. While another process trains the same run (notebooks 10 and 13 side
+    by side), this one waits for it rather than training it a second time."""
     recipe = replace(recipe, seed=seed)
-    data = load_data()
-    path = runs / f"seed{seed}-{key(recipe, device)}.pt"
+    data = load_data(**(data_options or {}))
+    name = f"seed{seed}" if stage == 7 else f"stage{stage:02d}-seed{seed}"
+    path = runs / f"{name}-{key(recipe, device, stage, data_options)}.pt"
     runs.mkdir(parents=True, exist_ok=True)
     with one_at_a_time(path.with_suffix(".lock")):
-        model = ladder.build(7, data, recipe).to(device)
+        model = ladder.build(stage, data, recipe).to(device)
         if path.exists() and not fresh:  # read back
             kept = torch.load(path, map_location=device, weights_only=True)
             model.load_state_dict(kept["model"])
             return PaperRun(model.eval(), History(**kept["history"]), kept["checkpoints"],
-                            recipe, data, path)
+                            recipe, data, path, stage)
         batches = Checkpointing(endless(loader(data.train, recipe.batch_size,
                                                seed=recipe.seed)),
                                 model, checkpoint_steps(recipe.steps))
+        what = "paper recipe" if stage == 7 else f"stage {stage:02d}"
         history = train(model, sys.modules[type(model).__module__].objective, batches,
-                        device=device, description=f"paper recipe, seed {seed}",
+                        device=device, description=f"{what}, seed {seed}",
                         **recipe.training())
         batches.keep()  # the last step asks for no batch after it
         partial = path.with_suffix(".partial")
         torch.save({"model": model.state_dict(), "history": asdict(history),
                     "checkpoints": batches.kept}, partial)
         partial.replace(path)  # atomic: a reader never sees half a file
-        return PaperRun(model.eval(), history, batches.kept, recipe, data)
+        return PaperRun(model.eval(), history, batches.kept, recipe, data, stage=stage)
+
+
+def decoder_only_run(seed: int = 0, fresh: bool = False) -> PaperRun:
+    """Notebook 14's model: stage 08 on its ablation row's recipe and data, on one seed."""
+    return paper_run(seed, fresh, recipe=ablation.DECODER_ONLY_RECIPE, stage=8,
+                     data_options=ablation.DECODER_ONLY_DATA)
 
 
 @contextmanager
@@ -143,16 +160,20 @@ def one_at_a_time(lock: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def main(seeds: list[int]) -> None:
-    """Train (or find kept) the runs notebooks 10 and 13 read, as `make notebooks` does
-    before executing them, so that neither notebook spends its time budget training."""
+def main(args: list[str]) -> None:
+    """Train (or find kept) the runs notebooks 10 and 13 read (or, given `decoder-only`,
+    notebook 14's), as `make notebooks` does before executing them, so that no notebook
+    spends its time budget training."""
     torch.set_num_threads(1)  # as the notebooks run, so that they find it under the same key
-    for seed in seeds or [PAPER.seed]:
-        run = paper_run(seed)
+    if args == ["decoder-only"]:
+        runs, what = [decoder_only_run()], "stage 08, decoder-only"
+    else:
+        runs, what = [paper_run(int(seed)) for seed in args or [PAPER.seed]], "paper recipe"
+    for run in runs:
         how = "found kept" if run.loaded_from else f"trained in {run.history.seconds:.0f} s"
-        print(f"paper recipe, seed {seed}: {how}, final training loss "
+        print(f"{what}, seed {run.recipe.seed}: {how}, final training loss "
               f"{run.history.final_loss():.3f}")
 
 
 if __name__ == "__main__":
-    main([int(arg) for arg in sys.argv[1:]])
+    main(sys.argv[1:])

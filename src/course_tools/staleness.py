@@ -2,7 +2,8 @@
 
 A run of the ladder or the ablation records fingerprints of its stage module, of the
 corpus files, and of the toolkit modules that train, decode and score it (`TRAINING_CODE`,
-and `REAL_TEXT_CODE` for runs on other data). They are fingerprints of behaviour
+`REAL_TEXT_CODE` for runs on other data, `APPENDIX_CODE` for appendix stages). They are
+fingerprints of behaviour
 (`course_tools.fingerprints`): a comment, a docstring or a move to another package leaves
 them as they are. `is_stale` compares a run's stamps with the code here; `make ladder-check`
 (`course_tools.ladder_check`) reruns what is stale and re-stamps what computes the same.
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from course_tools.fingerprints import code_fingerprint, file_fingerprint
+from toolkit.outline import APPENDIX_STAGES
 from toolkit.outline import stage as stage_info
 from toolkit.paths import SRC
 from toolkit.text.corpus import DATA_DIR
@@ -27,6 +29,8 @@ TRAINING_CODE = ("tokens", "vocab", "batches", "data", "stage_api", "objectives"
 # Runs on data other than load_data()'s default also depend on the code that reads it.
 REAL_TEXT_CODE = ("corpus", "sources", "corpus_errors", "corpus_files", "hub", "splits",
                   "subwords", "buckets")
+# Runs of an appendix stage also depend on the objectives and decoders made for it.
+APPENDIX_CODE = ("stream_objectives", "stream_decoding")
 
 
 def stage_file(number: int, src: Path = SRC) -> Path:
@@ -42,13 +46,14 @@ def corpus_hash() -> str:
     return file_fingerprint(list(DATA_DIR.glob("*.jsonl")))
 
 
-def toolkit_hash(data: dict | None = None) -> str:
-    return code_fingerprint(code_files(SRC, data))
+def toolkit_hash(data: dict | None = None, stage: int | None = None) -> str:
+    return code_fingerprint(code_files(SRC, data, stage))
 
 
-def code_files(src: Path, data: dict | None = None) -> list[Path]:
+def code_files(src: Path, data: dict | None = None, stage: int | None = None) -> list[Path]:
     """The training code under `src`, found by file name in whichever package holds it."""
-    names = TRAINING_CODE + (REAL_TEXT_CODE if data else ())
+    appendix = stage is not None and stage_info(stage) in APPENDIX_STAGES
+    names = TRAINING_CODE + (REAL_TEXT_CODE if data else ()) + (APPENDIX_CODE if appendix else ())
     found = {path.stem: path for path in (src / "toolkit").rglob("*.py") if path.stem in names}
     if missing := sorted(set(names) - set(found)):
         raise FileNotFoundError(f"no module named {', '.join(missing)} under {src / 'toolkit'}")
@@ -58,7 +63,7 @@ def code_files(src: Path, data: dict | None = None) -> list[Path]:
 def is_stale(entry: Rung) -> bool:
     """True if its stage module, the corpus or the training code changed since it was run."""
     return (entry.stage_sha256, entry.corpus_sha256, entry.toolkit_sha256) != (
-        stage_hash(entry.stage), corpus_hash(), toolkit_hash(entry.data))
+        stage_hash(entry.stage), corpus_hash(), toolkit_hash(entry.data, entry.stage))
 
 
 def stale_stages(runs: dict[int, Rung] | list[Rung]) -> list[int]:

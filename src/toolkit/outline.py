@@ -28,9 +28,18 @@ STAGES = (
 )
 
 
+# Appendix stages grow from stage 07 after the course: the same rules, not on the ladder.
+APPENDIX_STAGES = (
+    Stage(8, "stage08_decoder_only", "Decoder-only",
+          "one stream, English then German, through one causal stack, in place of the encoder "
+          "and the cross-attention"),
+)
+
+
 def stage(number: int) -> Stage:
-    """Look a stage up by its number, with a clear error for numbers outside 1-7."""
-    for entry in STAGES:
+    """Look a stage up by its number, with a clear error for numbers that name none."""
+    for entry in STAGES + APPENDIX_STAGES:
         if entry.number == number:
             return entry
-    raise ValueError(f"there is no stage {number}: stages run from 1 to {len(STAGES)}")
+    raise ValueError(f"there is no stage {number}: stages run from 1 to {len(STAGES)}, and "
+                     f"the appendix has {', '.join(str(s.number) for s in APPENDIX_STAGES)}")

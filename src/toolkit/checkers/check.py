@@ -22,8 +22,11 @@ from stages import stage02_batching as stage02
 from stages import stage04_positional_encoding as stage04
 from stages import stage05_stacking as stage05
 from stages import stage06_ffn_layernorm as stage06
-from toolkit.batching.batches import encode_target
+from stages import stage08_decoder_only as stage08
+from toolkit.batching.batches import Batch, encode_target
 from toolkit.checkers import layer_properties, properties
+from toolkit.objectives import token_loss
+from toolkit.search.sampling import truncate
 from toolkit.stage_api import count_parameters
 from toolkit.text.vocab import PAD_ID, Vocab
 
@@ -417,7 +420,81 @@ def head_padding_mask(fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
     _passed(_name(fn), "self-attention and cross-attention scores with 4 heads")
 
 
+# Notebook 14: a decoder-only model's stream, its loss and its sampling.
+STREAMS = torch.tensor([[4, 9, 7, 3, 2, 8, 11, 3], [6, 3, PAD_ID, PAD_ID, 2, 9, 3, PAD_ID]])
+
+
+def stream_positions(fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """Exercise: each token's place in its own sentence, padding inside the stream skipped."""
+    for stream in (STREAMS, STREAMS[:1], STREAMS[1:]):
+        case = f"{_name(fn)} on the stream {stream.tolist()}"
+        got = fn(stream)
+        _fail_on(properties.tensor_problem(got, stream.shape), case)
+        words = stream != PAD_ID  # a pad's own position is never used
+        expected = (words.cumsum(dim=1) - 1).clamp(min=0)  # (batch, len)
+        wrong = (got != expected) & words
+        if wrong.any():
+            row, column = (int(i) for i in wrong.nonzero()[0])
+            counted = torch.arange(stream.size(1)).expand_as(stream)
+            why = (": that counts the padding before it, so a sentence's positions would "
+                   "depend on its neighbours'" if torch.equal(got[words], counted[words]) else "")
+            raise NotYet(f"{case}: the token in row {row}, column {column} is word "
+                         f"{int(expected[row, column])} of its sentence (counting from 0), got "
+                         f"{int(got[row, column])}{why}")
+    _passed(_name(fn), "streams with and without padding inside")
+
+
+def nucleus(fn: Callable[[torch.Tensor, float], torch.Tensor]) -> None:
+    """Exercise: which tokens top-p sampling keeps, as a bool mask over the vocabulary."""
+    probabilities = torch.tensor([[0.05, 0.5, 0.15, 0.3], [0.7, 0.1, 0.1, 0.1]])
+    for p in (0.45, 0.75, 0.85, 0.97):  # none where a sum lands on p, which rounding decides
+        case = f"{_name(fn)} with p = {p} on {probabilities.tolist()}"
+        kept = fn(probabilities, p)
+        if not isinstance(kept, torch.Tensor) or kept.dtype != torch.bool:
+            raise NotYet(f"{case}: return a bool tensor, True for the tokens kept")
+        _fail_on(properties.tensor_problem(kept, probabilities.shape), case)
+        expected = truncate(probabilities.log(), top_p=p) > -torch.inf  # (rows, vocab)
+        if torch.equal(kept, expected):
+            continue
+        fewer, more = int(expected.sum() - kept.sum()), int(kept.sum() - expected.sum())
+        hint = ("keeps too few: keep the token that takes the total to p (or past it) too"
+                if fewer > 0 and not (kept & ~expected).any() else
+                "keeps too many: stop at the first token that takes the total to p"
+                if more > 0 and not (expected & ~kept).any() else
+                "keeps the wrong tokens: take them from the most likely down")
+        raise NotYet(f"{case}: expected {expected.tolist()}, got {kept.tolist()}; it {hint}")
+    _passed(_name(fn), "p from 0.45 to 0.97, the probabilities out of order")
+
+
+def german_only_targets(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> None:
+    """Exercise: targets for language_model(stream[:, :-1]) that score the German alone."""
+    torch.manual_seed(0)
+    model = stage08.Transformer(12, 12, embed_dim=16, num_heads=2, num_layers=2, ff_dim=32)
+    src, tgt = STREAMS[:, :4], STREAMS[:, 4:]  # (2, 4) each: English, then <bos> German
+    stream = model.join(src, tgt)  # (2, 8)
+    case = f"{_name(fn)} on the stream {stream.tolist()}, the German from column 4"
+    targets = fn(stream, src.size(1))
+    _fail_on(properties.tensor_problem(targets, (2, 7)), case)
+    expected = stream[:, 1:].clone()  # (batch, len - 1): each position's next token
+    expected[:, : src.size(1)] = PAD_ID  # positions before <bos> predict English, or <bos>
+    if not torch.equal(targets, expected):
+        scored = (targets != PAD_ID) & (expected == PAD_ID)
+        hint = ("the targets must be the next tokens, stream[:, 1:]"
+                if not torch.equal(targets[expected != PAD_ID], expected[expected != PAD_ID])
+                else "it scores the <bos> that the English's <eos> predicts: that token is "
+                "given, not translated" if scored.nonzero()[:, 1].tolist() == [3] * 2
+                else "it scores English words: only the German is translated")
+        raise NotYet(f"{case}: expected {expected.tolist()}, got {targets.tolist()}; {hint}")
+    with torch.no_grad():
+        ours = token_loss(model.language_model(stream[:, :-1]), targets).mean()
+        own = stage08.objective(model, Batch(src, tgt)).mean()
+    _fail_on(None if torch.allclose(ours, own) else "the loss differs from stage 08's own",
+             case)
+    _passed(_name(fn), f"two padded streams: the loss equals stage 08's own ({float(own):.4f})")
+
+
 # Every exercise checker, in the order the notebooks use them.
 CHECKERS = (frame_target, pad_batch, attend, prefix_and_target, batched_attend, loss, causal_mask,
             hide, encoding, rotation, stack, parameters_per_layer, add_and_norm, layer_norm,
-            split_heads, scaled_scores, head_padding_mask)
+            split_heads, scaled_scores, head_padding_mask, stream_positions, german_only_targets,
+            nucleus)

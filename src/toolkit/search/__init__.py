@@ -1,5 +1,5 @@
-"""Turning a trained model into translations: greedy decoding, the key-value cache and
-the paper's beam search."""
+"""Turning a trained model into text: greedy decoding, the key-value cache, the paper's beam
+search, and sampling from a decoder-only model."""
 
 from toolkit.lazy_exports import lazy_exports
 
@@ -8,4 +8,6 @@ from toolkit.lazy_exports import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "beam_search": ["length_penalty", "sentence_log_probs"],
     "decoding": ["PAPER_BEAM_SIZE", "PAPER_EXTRA_LEN", "PAPER_LENGTH_PENALTY", "translate"],
+    "sampling": ["sample", "truncate"],
+    "stream_decoding": ["stream_greedy_decode"],
 })

@@ -33,6 +33,7 @@ from torch import nn
 
 from toolkit.batching.batches import encode_source, pad
 from toolkit.search.cached_decoding import CachedRun
+from toolkit.search.stream_decoding import StreamRun, is_decoder_only
 from toolkit.stage_api import forward_batch, restoring_mode
 from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
@@ -197,7 +198,7 @@ def beam_decode(
     n_best: int = 1, cached: bool = True, watch: Watch | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam-search a batch of sources; `cached=False` reruns the whole model at every step
-    (any batched stage), `cached=True` uses the stage-07 KV cache."""
+    (any batched stage), `cached=True` the KV cache of stage 07 (or of stage 08)."""
     if src.size(0) == 0:
         return []
     limits = torch.as_tensor(max_len, device=src.device).expand(src.size(0))  # (batch,)
@@ -213,7 +214,8 @@ def beam_decode(
                 src_rows = src_rows.index_select(0, rows)
 
             return beam_search(rerun, select_sources, limits, beam_size, alpha, n_best, watch)
-        run = CachedRun(model, src, max(int(limits.max()), 1))
+        cached_run = StreamRun if is_decoder_only(model) else CachedRun
+        run = cached_run(model, src, max(int(limits.max()), 1))
 
         def step(tokens: torch.Tensor) -> torch.Tensor:
             return run.next_logits(tokens).float().log_softmax(dim=-1)  # (rows, vocab)
