@@ -12,7 +12,7 @@ import torch
 
 from toolkit.batching.batches import Batch
 from toolkit.objectives import TokenLoss, token_loss
-from toolkit.text.vocab import PAD_ID
+from toolkit.text.vocab import BOS_ID, PAD_ID
 
 
 def language_modelling(
@@ -29,8 +29,9 @@ def whole_stream(
     label_smoothing: float = 0.0,
 ) -> TokenLoss:
     """Every position of "English <eos> <bos> German <eos>" predicts the next, source included."""
-    stream = model.join(batch.src, batch.tgt)  # (batch, src_len + tgt_len), padding first
+    stream = model.join(batch.src, batch.tgt)  # (batch, src_len + tgt_len)
     logits = model.language_model(stream[:, :-1])  # (batch, len - 1, vocab)
-    # A <pad> predicts nothing: not even the source's first word, which nothing comes before.
-    targets = stream[:, 1:].masked_fill(stream[:, :-1] == PAD_ID, PAD_ID)
-    return token_loss(logits, targets, label_smoothing)
+    # Nothing predicts from a <pad>, and nothing predicts <bos>, which is given: so a short
+    # source, whose <eos> is followed by padding, is scored like a long one, whose is not.
+    unscored = (stream[:, :-1] == PAD_ID) | (stream[:, 1:] == BOS_ID)  # (batch, len - 1)
+    return token_loss(logits, stream[:, 1:].masked_fill(unscored, PAD_ID), label_smoothing)
