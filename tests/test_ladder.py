@@ -139,13 +139,18 @@ def test_the_readme_ablation_table_is_the_committed_ablation():
 
 def test_the_ablation_covers_every_variant_and_seed_on_one_budget_and_is_not_stale():
     rows = ablation.load_ablation()
-    assert list(rows) == [*ablation.VARIANTS, *ablation.LADDER_VARIANTS, *ablation.DATA_VARIANTS]
+    assert list(rows) == ablation.every_row()
     assert all(sorted(r.seed for r in runs) == list(SEEDS) for runs in rows.values())
     assert {(r.steps, r.batch_size) for name in ablation.VARIANTS for r in rows[name]} == {
         (ablation.PAPER.steps, ablation.PAPER.batch_size)}
     assert {(r.steps, r.batch_size) for name in [*ablation.LADDER_VARIANTS,
-                                                 *ablation.DATA_VARIANTS]
+                                                 *ablation.DATA_VARIANTS,
+                                                 *ablation.APPENDIX_VARIANTS]
             for r in rows[name]} == {(STEPS, BATCH_SIZE)}
+    # Stage 08 at stage 07's size: within 1 % of the ladder's rung.
+    ladder_size = ladder.load_ladder()[7].parameters
+    assert all(abs(r.parameters / ladder_size - 1) < 0.01
+               for name in ablation.APPENDIX_VARIANTS for r in rows[name])
     assert {r.data["tokenizer"] for r in rows[ablation.SUBWORDS]} == {"bpe"}
     stale = [name for name, runs in rows.items() if any(staleness.is_stale(r) for r in runs)]
     assert stale == [], f"{stale} are stale: run make ladder-check"

@@ -156,8 +156,8 @@ def test_decoding_token_by_token_on_the_cache_gives_the_whole_streams_logits():
     cache = StreamCache(LAYERS, limit=stream.size(1))
     with torch.no_grad():
         whole = ours.language_model(stream)
-        first = ours.language_model(stream[:, :7], cache)  # the sources and <bos> at once
-        rest = [ours.language_model(stream[:, i : i + 1], cache) for i in range(7, 11)]
+        first = ours.language_model(stream[:, :4], cache)  # part of the sources at once
+        rest = [ours.language_model(stream[:, i:j], cache) for i, j in ((4, 7), (7, 8), (8, 11))]
     assert torch.allclose(torch.cat([first, *rest], dim=1), whole, atol=1e-5)
 
 
@@ -209,3 +209,13 @@ def test_bfloat16_autocast_stays_close_to_float32():
             half = ours(SRC, TGT)
     assert half.dtype == torch.bfloat16 and torch.isfinite(half).all()
     assert (half.float() - full).abs().max() <= 0.05 * full.abs().max()
+
+
+@pytest.mark.parametrize(("src", "tgt", "message"), [
+    (SRC[0], TGT, r"src must have shape \(batch, len\)"),
+    (SRC, TGT + 40, r"tgt holds ids outside 0\.\.29"),
+    (SRC, TGT[:1], "src holds 2 sentences but tgt holds 1"),
+])
+def test_bad_input_says_what_to_fix(src, tgt, message):
+    with pytest.raises(ValueError, match=message):
+        stage.Transformer(VOCAB, VOCAB, embed_dim=EMBED_DIM)(src, tgt)
