@@ -59,6 +59,8 @@ def test_diagram_highlights_exactly_what_the_stage_adds(stage):
 
 def test_unknown_stage_is_refused():
     with pytest.raises(ValueError, match="stages run from 1 to 7"):
+        model_diagram(9)
+    with pytest.raises(ValueError, match="stage 08 has no encoder to draw"):
         model_diagram(8)
 
 

@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from toolkit.outline import STAGES
 from toolkit.outline import stage as stage_info
 
 NEW_COLOUR, OLD_COLOUR, FUTURE_LAYER_COLOUR = "#f6a04d", "#dce6f2", "#7f7f7f"
@@ -117,6 +118,9 @@ def _layer_bracket(
 def model_diagram(stage: int, ax: Axes | None = None) -> Axes:
     """The encoder (left) feeds every cross-attention of the decoder (right)."""
     info = stage_info(stage)
+    if info not in STAGES:
+        raise ValueError(f"stage {stage:02d} has no encoder to draw: the diagram shows stages "
+                         f"01 to {STAGES[-1].number:02d}, the encoder-decoder")
     ax = ax or plt.subplots(figsize=(7.5, 0.55 * len(DECODER) + 1.2))[1]
     encoder = _draw_column(ax, ENCODER, 0.0, stage)
     decoder = _draw_column(ax, DECODER, DECODER_X, stage)
