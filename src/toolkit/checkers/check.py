@@ -446,8 +446,10 @@ def stream_positions(fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
 
 def nucleus(fn: Callable[[torch.Tensor, float], torch.Tensor]) -> None:
     """Exercise: which tokens top-p sampling keeps, as a bool mask over the vocabulary."""
-    probabilities = torch.tensor([[0.05, 0.5, 0.15, 0.3], [0.7, 0.1, 0.1, 0.1]])
-    for p in (0.45, 0.75, 0.85, 0.97):  # none where a sum lands on p, which rounding decides
+    # No ties (any of several equal tokens would do) and no sum landing on p (rounding would
+    # decide), so that exactly one answer is right.
+    probabilities = torch.tensor([[0.05, 0.5, 0.15, 0.3], [0.6, 0.05, 0.1, 0.25]])
+    for p in (0.45, 0.75, 0.9, 0.97):
         case = f"{_name(fn)} with p = {p} on {probabilities.tolist()}"
         kept = fn(probabilities, p)
         if not isinstance(kept, torch.Tensor) or kept.dtype != torch.bool:
