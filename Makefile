@@ -67,7 +67,18 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
-test: unit mutants-check notebooks student-tests site-tests
+# The two runs the notebooks read back (notebook 10's paper run, notebook 14's stage 08) train
+# on one thread each beside the unit tests, so that no core idles while they train; `make
+# notebooks` then finds them kept (or waits for one still training). Their logs: build/*-run.log.
+test: $(INSTALLED)
+	mkdir -p build
+	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.paper_run > build/paper-run.log 2>&1 & paper=$$!; \
+	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.paper_run decoder-only \
+		> build/decoder-only-run.log 2>&1 & stage08=$$!; \
+	$(MAKE) --no-print-directory unit mutants-check; status=$$?; \
+	wait $$paper && wait $$stage08 || { cat build/*-run.log; exit 1; }; \
+	tail -qn 1 build/paper-run.log build/decoder-only-run.log; exit $$status
+	$(MAKE) --no-print-directory notebooks student-tests site-tests
 	@$(MAKE) --no-print-directory notebook-times
 
 # Each notebook's time in the last run against its budget: a report that fails nothing.

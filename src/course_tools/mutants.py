@@ -203,7 +203,8 @@ def line_for(outcome: Outcome) -> str:
 
 def code_under_test(root: Path = ROOT) -> str:
     """A fingerprint of all a mutation run reads: code, tests, corpora and test settings."""
-    python = sorted([*(root / "src").rglob("*.py"), *(root / "tests").rglob("*.py")])
+    # The tests a mutant may run and their helpers: tests/site and tests/student never run.
+    python = sorted([*(root / "src").rglob("*.py"), *(root / "tests").glob("*.py")])
     # The page's JavaScript model is under test too (tests/test_translator_js.py).
     data = sorted([*(root / "assets" / "data").glob("*.jsonl"),
                    *(root / "assets" / "examples").rglob("*.tsv"), *(root / "src").rglob("*.js"),
