@@ -23,7 +23,7 @@ NOTEBOOK_TIMES := build/notebook-times.xml
 # other (in name order the long appendices start last). pytest-xdist hands each worker two
 # to start with (the first two to one, the next two to the other), so the longest is paired
 # with the fourth. A notebook not listed runs last.
-LONGEST_FIRST := 12 01 11 14 07 05 13 03 06 04 02 09 00 10 08
+LONGEST_FIRST := 11 01 07 06 12 14 04 05 13 03 02 09 00 10 08
 RANKED := $(foreach n,$(LONGEST_FIRST),$(filter notebooks/$(n)_%,$(NOTEBOOKS)))
 NOTEBOOK_ORDER := $(addprefix build/,$(RANKED) $(filter-out $(RANKED),$(NOTEBOOKS)))
 # make quick leaves out the tests marked slow: those that start processes (tests/test_markers.py).
@@ -67,17 +67,18 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
-# The two runs the notebooks read back (notebook 10's paper run, notebook 14's stage 08) train
-# on one thread each beside the unit tests, so that no core idles while they train; `make
-# notebooks` then finds them kept (or waits for one still training). Their logs: build/*-run.log.
+# The runs the notebooks read back (course_tools.paper_run: notebook 10's paper run on one
+# thread; notebook 12's BPE run, then notebook 14's stage 08, on another) train beside the unit
+# tests, so that no core idles while they train and no notebook spends its budget on them;
+# `make notebooks` then finds them kept (or waits for one still training). Logs: build/*-runs.log.
+KEPT_RUNS := $(NOTEBOOK_ENV) $(BIN)/python -m course_tools.paper_run
 test: $(INSTALLED)
 	mkdir -p build
-	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.paper_run > build/paper-run.log 2>&1 & paper=$$!; \
-	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.paper_run decoder-only \
-		> build/decoder-only-run.log 2>&1 & stage08=$$!; \
+	$(KEPT_RUNS) paper > build/paper-runs.log 2>&1 & paper=$$!; \
+	$(KEPT_RUNS) subwords decoder-only > build/other-runs.log 2>&1 & others=$$!; \
 	$(MAKE) --no-print-directory unit mutants-check; status=$$?; \
-	wait $$paper && wait $$stage08 || { cat build/*-run.log; exit 1; }; \
-	tail -qn 1 build/paper-run.log build/decoder-only-run.log; exit $$status
+	wait $$paper && wait $$others || { cat build/*-runs.log; exit 1; }; \
+	grep -h "seed 0:" build/paper-runs.log build/other-runs.log; exit $$status
 	$(MAKE) --no-print-directory notebooks student-tests site-tests
 	@$(MAKE) --no-print-directory notebook-times
 
@@ -107,14 +108,13 @@ mutants: $(INSTALLED)
 	$(BIN)/python -m course_tools.mutants $(if $(ONLY),$(ONLY),--record)
 
 # Execute copies, never the committed sources: --overwrite writes outputs into build/.
-# The paper recipe's run is trained first (or found kept in build/paper-run/), once: notebooks
-# 10 and 13 both read it back, and neither spends its time budget training it. Notebook 14's
-# decoder-only run trains beside it, one thread each, so the second core is not idle.
+# The kept runs are trained first (or found kept in build/paper-run/), once, two at a time:
+# notebooks 10 and 13 both read the paper run back, 12 and 14 theirs, and none spends its
+# time budget training.
 notebooks: $(INSTALLED)
 	rm -rf build/notebooks && mkdir -p build/notebooks
 	cp $(NOTEBOOKS) build/notebooks/
-	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.paper_run decoder-only & beside=$$!; \
-	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.paper_run && wait $$beside
+	$(KEPT_RUNS) subwords decoder-only & others=$$!; $(KEPT_RUNS) paper && wait $$others
 	$(NOTEBOOK_ENV) $(NBMAKE) --junitxml=$(NOTEBOOK_TIMES) $(NOTEBOOK_ORDER)
 	touch $(EXECUTED)
 
@@ -146,9 +146,12 @@ site: $(EXECUTED) $(MATHJAX)
 site-student: $(EXECUTED) $(MATHJAX)
 	$(BIN)/python -m course_site --student
 
-# The site's own tests: offline resources, links, and a real browser when there is one.
-site-tests: site site-student
-	REQUIRE_SITE=1 $(BIN)/pytest tests/site -p no:cacheprovider --timeout=600
+# The site's own tests: offline resources, links, and a real browser when there is one. The
+# two sites build side by side (each in its own build/ folder), one per core; then the browser
+# tests run in one process (one browser, one set of PyTorch translations) beside the rest.
+site-tests: $(EXECUTED) $(MATHJAX)
+	$(MAKE) --no-print-directory -j 2 site site-student
+	REQUIRE_SITE=1 $(BIN)/pytest tests/site -n 2 --dist loadfile -p no:cacheprovider --timeout=600
 
 # Jupyter refuses to start as root without --allow-root: course images and cloud VMs often are.
 lab: $(INSTALLED)

@@ -85,3 +85,9 @@ def test_a_change_to_what_decides_the_run_trains_it_again(kept, monkeypatch):
                         ladder.train(*a, **k))
     paper_run.paper_run(0, recipe=SHORT, runs=runs)
     assert trained == [1]
+
+
+def test_an_unknown_run_is_refused_with_the_names_of_those_kept():
+    with pytest.raises(SystemExit, match="no kept run named seed1: name any of paper, "
+                                         "subwords, decoder-only"):
+        paper_run.main(["paper", "seed1"])  # before this command took names, it took seeds

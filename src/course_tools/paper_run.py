@@ -1,5 +1,6 @@
 """The paper recipe's run, trained once and kept: notebook 10's model, the ablation's full row;
-and, the same way, notebook 14's decoder-only model, the seed-0 run of its ablation row.
+and, the same way, the seed-0 runs of two more ablation rows: notebook 12's stage 07 on BPE
+subwords and notebook 14's decoder-only model.
 
 Stage 07 trained with `recipes.PAPER` on the built-in corpus is the ablation's full row
 (`make ablation` trains it the same way) and notebook 10's model. Two minutes of training is
@@ -13,8 +14,10 @@ Besides the final weights, the run keeps the weights after each of its last `AVE
 multiples of `SAVE_EVERY` steps, the checkpoints the paper averages (its base models average
 the last 5 checkpoints, written 10 minutes apart), for a decoder of the same run to average.
 
-`decoder_only_run()` keeps stage 08 trained on `ablation.DECODER_ONLY_RECIPE` the same way:
-`make test` trains both at once, one thread each, before the notebooks run.
+`subword_run()` keeps stage 07 trained on the ladder's recipe with `ablation.SUBWORD_DATA`,
+and `decoder_only_run()` stage 08 on `ablation.DECODER_ONLY_RECIPE`, the same way. `make test`
+trains the paper run on one thread and the other two, one after the other, on another, beside
+the unit tests, so that no notebook spends its time budget training them.
 """
 
 import hashlib
@@ -32,7 +35,7 @@ from course_tools.fingerprints import code_fingerprint
 from toolkit.batching.batches import Batch, endless, loader
 from toolkit.batching.data import CourseData, load_data
 from toolkit.learning.averaging import average_state_dicts
-from toolkit.learning.recipes import PAPER, Recipe
+from toolkit.learning.recipes import PAPER, RECIPES, Recipe
 from toolkit.learning.training import History, train
 from toolkit.paths import PROJECT_ROOT
 
@@ -106,14 +109,15 @@ def key(recipe: Recipe, device: torch.device | str, stage: int = 7,
 
 def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device | str = "cpu",
               recipe: Recipe = PAPER, runs: Path = RUNS, stage: int = 7,
-              data_options: dict | None = None) -> PaperRun:
+              data_options: dict | None = None, variant: str = "") -> PaperRun:
     """The paper recipe's run on `seed` (or another stage's and recipe's): read back if it was
     kept under the same key, else trained (with a progress bar) and kept. `fresh=True` trains
     it whatever is kept. While another process trains the same run (notebooks 10 and 13 side
-    by side), this one waits for it rather than training it a second time."""
+    by side), this one waits for it rather than training it a second time. `variant` names
+    another run's file and progress bar ("stage08-decoder-only")."""
     recipe = replace(recipe, seed=seed)
     data = load_data(**(data_options or {}))
-    name = f"seed{seed}" if stage == 7 else f"stage{stage:02d}-seed{seed}"
+    name = f"{variant}-seed{seed}" if variant else f"seed{seed}"
     path = runs / f"{name}-{key(recipe, device, stage, data_options)}.pt"
     runs.mkdir(parents=True, exist_ok=True)
     with one_at_a_time(path.with_suffix(".lock")):
@@ -126,9 +130,8 @@ def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device 
         batches = Checkpointing(endless(loader(data.train, recipe.batch_size,
                                                seed=recipe.seed)),
                                 model, checkpoint_steps(recipe.steps))
-        what = "paper recipe" if stage == 7 else f"stage {stage:02d}"
         history = train(model, sys.modules[type(model).__module__].objective, batches,
-                        device=device, description=f"{what}, seed {seed}",
+                        device=device, description=f"{variant or 'paper recipe'}, seed {seed}",
                         **recipe.training())
         batches.keep()  # the last step asks for no batch after it
         partial = path.with_suffix(".partial")
@@ -138,10 +141,16 @@ def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device 
         return PaperRun(model.eval(), history, batches.kept, recipe, data, stage=stage)
 
 
+def subword_run(seed: int = 0, fresh: bool = False) -> PaperRun:
+    """Notebook 12's model: stage 07 on the ladder's recipe, reading and writing BPE pieces."""
+    return paper_run(seed, fresh, recipe=RECIPES[7], data_options=ablation.SUBWORD_DATA,
+                     variant="stage07-subwords")
+
+
 def decoder_only_run(seed: int = 0, fresh: bool = False) -> PaperRun:
     """Notebook 14's model: stage 08 on its ablation row's recipe and data, on one seed."""
     return paper_run(seed, fresh, recipe=ablation.DECODER_ONLY_RECIPE, stage=8,
-                     data_options=ablation.DECODER_ONLY_DATA)
+                     data_options=ablation.DECODER_ONLY_DATA, variant="stage08-decoder-only")
 
 
 @contextmanager
@@ -160,19 +169,26 @@ def one_at_a_time(lock: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+# The kept runs by name, as `make test` and `make notebooks` ask for them, and what they are.
+KEPT = {"paper": (paper_run, "paper recipe"), "subwords": (subword_run, "stage 07, BPE subwords"),
+        "decoder-only": (decoder_only_run, "stage 08, decoder-only")}
+
+
 def main(args: list[str]) -> None:
-    """Train (or find kept) the runs notebooks 10 and 13 read (or, given `decoder-only`,
-    notebook 14's), as `make notebooks` does before executing them, so that no notebook
-    spends its time budget training."""
+    """Train (or find kept) the named runs one after the other (the paper run if none is
+    named), as `make notebooks` does before executing them, so that no notebook spends its
+    time budget training."""
+    unknown = [name for name in args if name not in KEPT]
+    if unknown:
+        raise SystemExit(f"no kept run named {', '.join(unknown)}: name any of "
+                         f"{', '.join(KEPT)}")
     torch.set_num_threads(1)  # as the notebooks run, so that they find it under the same key
-    if args == ["decoder-only"]:
-        runs, what = [decoder_only_run()], "stage 08, decoder-only"
-    else:
-        runs, what = [paper_run(int(seed)) for seed in args or [PAPER.seed]], "paper recipe"
-    for run in runs:
+    for name in args or ["paper"]:
+        make, what = KEPT[name]
+        run = make()
         how = "found kept" if run.loaded_from else f"trained in {run.history.seconds:.0f} s"
         print(f"{what}, seed {run.recipe.seed}: {how}, final training loss "
-              f"{run.history.final_loss():.3f}")
+              f"{run.history.final_loss():.3f}", flush=True)
 
 
 if __name__ == "__main__":
