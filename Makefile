@@ -78,7 +78,7 @@ test: $(INSTALLED)
 	$(KEPT_RUNS) subwords decoder-only > build/other-runs.log 2>&1 & others=$$!; \
 	$(MAKE) --no-print-directory unit mutants-check; status=$$?; \
 	wait $$paper && wait $$others || { cat build/*-runs.log; exit 1; }; \
-	grep -h "seed 0:" build/paper-runs.log build/other-runs.log; exit $$status
+	grep -h "final training loss" build/paper-runs.log build/other-runs.log; exit $$status
 	$(MAKE) --no-print-directory notebooks student-tests site-tests
 	@$(MAKE) --no-print-directory notebook-times
 
@@ -147,11 +147,11 @@ site-student: $(EXECUTED) $(MATHJAX)
 	$(BIN)/python -m course_site --student
 
 # The site's own tests: offline resources, links, and a real browser when there is one. The
-# two sites build side by side (each in its own build/ folder), one per core; then the browser
-# tests run in one process (one browser, one set of PyTorch translations) beside the rest.
+# two sites build side by side (each in its own build/ folder), one per core, and their tests
+# run in two processes (each opens its own browser).
 site-tests: $(EXECUTED) $(MATHJAX)
 	$(MAKE) --no-print-directory -j 2 site site-student
-	REQUIRE_SITE=1 $(BIN)/pytest tests/site -n 2 --dist loadfile -p no:cacheprovider --timeout=600
+	REQUIRE_SITE=1 $(BIN)/pytest tests/site -n 2 -p no:cacheprovider --timeout=600
 
 # Jupyter refuses to start as root without --allow-root: course images and cloud VMs often are.
 lab: $(INSTALLED)
