@@ -30,8 +30,8 @@ NOTEBOOK_ORDER := $(addprefix build/,$(RANKED) $(filter-out $(RANKED),$(NOTEBOOK
 UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider \
               --timeout=600 --ignore=tests/site --ignore=tests/student
 .PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student \
-        student-tests site site-student site-tests lab data ladder ladder-check ablation bench diff train \
-        train-ddp clean
+        student-tests site site-student site-tests lab data ladder ladder-check ablation \
+        kept-runs bench diff train train-ddp clean
 
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
@@ -49,6 +49,8 @@ help:
 	@echo "             row; where every number is the same, re-stamp them, else name what moved"
 	@echo "make ablation  train stage 07 with and without each of the paper's options, three seeds"
 	@echo "             each (about an hour on two cores); writes assets/ablation.json"
+	@echo "make kept-runs   train the runs notebooks 10, 12, 13 and 14 read back (about 4 minutes"
+	@echo "             on two cores) and copy them into assets/kept-runs/, to commit after a code change"
 	@echo "make bench   time stage 07 against torch.nn.Transformer, and the real-text pipeline on a"
 	@echo "             synthetic million-pair corpus (about 10 minutes; benchmarks/results.json)"
 	@echo "make train   train stage 07 on one process, evaluating as it goes; Ctrl-C saves, and"
@@ -72,10 +74,12 @@ $(INSTALLED): requirements.txt pyproject.toml
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --link-mode copy --no-deps -e .
 	touch $@
 
-# The runs the notebooks read back (course_tools.paper_run: notebook 10's paper run on one
-# thread; notebook 12's BPE run, then notebook 14's stage 08, on another) train beside the unit
-# tests, so that no core idles while they train and no notebook spends its budget on them;
-# `make notebooks` then finds them kept (or waits for one still training). Logs: build/*-runs.log.
+# The runs the notebooks read back (course_tools.paper_run: notebook 10's paper run; notebook
+# 12's BPE run and notebook 14's stage 08) are committed in assets/kept-runs/ for the code that
+# trained them. Where the code has changed since, they train again into build/paper-run/ beside
+# the unit tests (the paper run on one thread, the other two one after the other on another), so
+# that no notebook spends its budget on them; `make notebooks` then finds them kept (or waits for
+# one still training). Logs: build/*-runs.log. `make kept-runs` records them again.
 KEPT_RUNS := $(NOTEBOOK_ENV) $(BIN)/python -m course_tools.paper_run
 test: $(INSTALLED)
 	mkdir -p build
@@ -84,7 +88,9 @@ test: $(INSTALLED)
 	$(MAKE) --no-print-directory unit mutants-check; status=$$?; \
 	wait $$paper && wait $$others || { cat build/*-runs.log; exit 1; }; \
 	grep -h "final training loss" build/paper-runs.log build/other-runs.log; exit $$status
-	$(MAKE) --no-print-directory notebooks student-tests site-tests
+	$(MAKE) --no-print-directory notebooks
+	@echo "student-tests (two processes) and site-tests (one) side by side; each prints as it ends"
+	$(MAKE) --no-print-directory -j 2 --output-sync student-tests site-tests
 	@$(MAKE) --no-print-directory notebook-times
 
 # Each notebook's time in the last run against its budget: a report that fails nothing.
@@ -112,10 +118,14 @@ ONLY ?=
 mutants: $(INSTALLED)
 	$(BIN)/python -m course_tools.mutants $(if $(ONLY),$(ONLY),--record)
 
+kept-runs: $(INSTALLED)
+	$(KEPT_RUNS) subwords decoder-only & others=$$!; $(KEPT_RUNS) paper && wait $$others
+	$(KEPT_RUNS) --record
+
 # Execute copies, never the committed sources: --overwrite writes outputs into build/.
-# The kept runs are trained first (or found kept in build/paper-run/), once, two at a time:
-# notebooks 10 and 13 both read the paper run back, 12 and 14 theirs, and none spends its
-# time budget training.
+# The kept runs are found kept (in assets/kept-runs/ or build/paper-run/) or trained first, once,
+# two at a time: notebooks 10 and 13 both read the paper run back, 12 and 14 theirs, and none
+# spends its time budget training.
 notebooks: $(INSTALLED)
 	rm -rf build/notebooks && mkdir -p build/notebooks
 	cp $(NOTEBOOKS) build/notebooks/

@@ -1,13 +1,13 @@
 """Beam search and checkpoint averaging against greedy decoding (issue 18), built-in test split.
 
 For each of seeds 0, 1 and 2, stage 07 is trained with the paper's recipe as notebooks 10 and
-13 train it (`course_tools.paper_run`: the run is kept in build/paper-run/, so seed 0 is the very
-run the notebooks decode), keeping the weights after the last five multiples of 50 steps to
-average. The test split is then decoded four ways, each sentence allowed its length + 50
-tokens: greedily and with the paper's beam (4, α = 0.6), on the last checkpoint and on the
-average. Exact match,
-BLEU and held-out exact match are recorded per seed, with the paired differences against
-greedy decoding, since one seed's gain can be another's loss.
+13 train it (`course_tools.paper_run`: the run is kept, in build/paper-run/ or committed in
+assets/kept-runs/, so seed 0 is the very run the notebooks decode), keeping the weights after
+the last five multiples of 50 steps to average. The test split is then decoded four ways, each
+sentence allowed its length + 50 tokens: greedily and with the paper's beam (4, α = 0.6), on
+the last checkpoint and on the average. Exact match, BLEU and held-out exact match are recorded
+per seed, with the paired differences against greedy decoding, since one seed's gain can be
+another's loss.
 
 Seed 0's last checkpoint is also timed: `toolkit.search.decoding.translate` on the whole test split
 in batches of 100, greedy and beam 4 interleaved round by round, both on the KV cache. Goal:

@@ -35,11 +35,34 @@ def test_a_kept_run_is_bit_for_bit_a_fresh_run(kept):
         assert same_weights(run.model.state_dict(), first.model.state_dict())
         assert run.history.losses == first.history.losses
         assert sorted(run.checkpoints) == sorted(first.checkpoints) == [20, 70, 120]
-        assert all(same_weights(run.checkpoints[s], first.checkpoints[s]) for s in (20, 70))
+        assert all(same_weights(run.checkpoints[s], first.checkpoints[s]) for s in (20, 70, 120))
     sentences = first.data.sources("test")[:20]
     translations = [translate(
         run.model, sentences, run.data.src_vocab, run.data.tgt_vocab) for run in (first, again)]
     assert translations[0] == translations[1]
+
+
+def test_the_file_holds_the_last_checkpoint_once_as_the_final_weights(kept):
+    _, run = kept
+    assert sorted(torch.load(run.file, weights_only=True)["checkpoints"]) == [20, 70]
+
+
+def test_a_recorded_run_is_read_back_and_other_codes_copies_go(kept, tmp_path):
+    """What `make kept-runs` commits is read back on a fresh clone, where build/ is empty."""
+    _, first = kept
+    recorded = tmp_path / "kept-runs"
+    recorded.mkdir()
+    (recorded / "seed0-0123456789abcdef0123.pt").write_bytes(b"a run of code since changed")
+    copies = paper_run.record([first], recorded)
+    assert sorted(recorded.iterdir()) == copies == [recorded / first.file.name]
+    again = paper_run.paper_run(0, recipe=SHORT, runs=tmp_path / "build", recorded=recorded)
+    assert again.loaded_from == copies[0]
+    assert same_weights(again.model.state_dict(), first.model.state_dict())
+    assert again.history.losses == first.history.losses
+    assert all(same_weights(again.checkpoints[s], first.checkpoints[s]) for s in (20, 70, 120))
+    fresh = paper_run.paper_run(0, recipe=SHORT, runs=tmp_path / "build", recorded=recorded,
+                                fresh=True)
+    assert fresh.loaded_from is None and fresh.file.parent == tmp_path / "build"
 
 
 def test_it_is_the_run_make_ablation_trains(kept):
@@ -76,6 +99,9 @@ def test_a_change_to_what_decides_the_run_trains_it_again(kept, monkeypatch):
     key = paper_run.key(SHORT, "cpu")
     assert paper_run.key(dataclasses.replace(SHORT, lr=1e-3), "cpu") != key
     assert paper_run.key(dataclasses.replace(SHORT, seed=1), "cpu") != key
+    with monkeypatch.context() as other_cpu:  # a run committed from a CPU that rounds otherwise
+        other_cpu.setattr(paper_run, "numeric_platform", lambda: "torch 2.13.0+cpu, AVX2, 0ab")
+        assert paper_run.key(SHORT, "cpu") != key
     fingerprint = staleness.toolkit_hash
     monkeypatch.setattr(staleness, "toolkit_hash",
                         lambda data=None, stage=None: "edited" + fingerprint(data, stage))
@@ -91,3 +117,5 @@ def test_an_unknown_run_is_refused_with_the_names_of_those_kept():
     with pytest.raises(SystemExit, match="no kept run named seed1: name any of paper, "
                                          "subwords, decoder-only"):
         paper_run.main(["paper", "seed1"])  # before this command took names, it took seeds
+    with pytest.raises(SystemExit, match="give --record alone to record all of them"):
+        paper_run.main(["--record", "paper"])  # recording one would delete the others

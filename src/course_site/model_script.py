@@ -13,7 +13,7 @@ import json
 import torch
 from torch import nn
 
-from course_tools.paper_run import PAPER, RUNS, PaperRun, key, paper_run
+from course_tools.paper_run import PAPER, RECORDED, RUNS, PaperRun, key, paper_run
 from toolkit.text.vocab import Vocab
 
 GLOBAL = "TRANSFORMER_MODEL"  # the name the page's script reads
@@ -24,10 +24,11 @@ def site_run() -> PaperRun:
     back on one thread, the key they trained it under (make's NOTEBOOK_ENV), never trained
     here, so that the page shows the model the notebooks describe."""
     torch.set_num_threads(1)
-    kept = RUNS / f"seed{PAPER.seed}-{key(PAPER, 'cpu')}.pt"
-    if not kept.exists():
-        raise SystemExit(f"the site's model is not in {kept}: run the notebooks first (make "
-                         f"site does), so that the page shows notebook 10's model")
+    name = f"seed{PAPER.seed}-{key(PAPER, 'cpu')}.pt"
+    if not (RUNS / name).exists() and not (RECORDED / name).exists():
+        raise SystemExit(f"the site's model {name} is neither in {RECORDED} nor in {RUNS}: run "
+                         f"the notebooks first (make site does), so that the page shows "
+                         f"notebook 10's model")
     return paper_run()
 
 

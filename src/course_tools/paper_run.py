@@ -3,16 +3,21 @@ and, the same way, the seed-0 runs of two more ablation rows: notebook 12's stag
 subwords and notebook 14's decoder-only model.
 
 Stage 07 trained with `recipes.PAPER` on the built-in corpus is the ablation's full row
-(`make ablation` trains it the same way) and notebook 10's model. Two minutes of training is
+(`make ablation` trains it the same way) and notebook 10's model. Minutes of training are
 worth doing once: the run is kept in `build/paper-run/` under a key made of fingerprints of
 the code that trains it (stage 07, the training code, this module), of the corpus, the
 recipe, the seed, the device, the thread count and the PyTorch version. Change any of them
 and the next call trains afresh; so does `fresh=True`. A test proves a kept run gives the
 same numbers as training afresh.
 
-Besides the final weights, the run keeps the weights after each of its last `AVERAGED`
-multiples of `SAVE_EVERY` steps, the checkpoints the paper averages (its base models average
-the last 5 checkpoints, written 10 minutes apart), for a decoder of the same run to average.
+`make kept-runs` (`--record`) copies the three runs into `assets/kept-runs/`, committed, so a
+fresh clone reads them back as well, on one thread, as `make notebooks` runs, until the code
+changes their key: then they are trained again into `build/paper-run/`, as before.
+
+Besides the final weights, the paper run keeps the weights after each of its last
+`AVERAGED` multiples of `SAVE_EVERY` steps, the checkpoints the paper averages (its base
+models average the last 5 checkpoints, written 10 minutes apart), for a decoder of the same
+run to average (notebook 13). The file holds the last of them once, as the final weights.
 
 `subword_run()` keeps stage 07 trained on the ladder's recipe with `ablation.SUBWORD_DATA`,
 and `decoder_only_run()` stage 08 on `ablation.DECODER_ONLY_RECIPE`, the same way. `make test`
@@ -21,6 +26,7 @@ the unit tests, so that no notebook spends its time budget training them.
 """
 
 import hashlib
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +37,7 @@ import torch
 from torch import nn
 
 from course_tools import ablation, ladder, staleness
-from course_tools.fingerprints import code_fingerprint
+from course_tools.fingerprints import code_fingerprint, numeric_platform
 from toolkit.batching.batches import Batch, endless, loader
 from toolkit.batching.data import CourseData, load_data
 from toolkit.learning.averaging import average_state_dicts
@@ -40,6 +46,7 @@ from toolkit.learning.training import History, train
 from toolkit.paths import PROJECT_ROOT
 
 RUNS = PROJECT_ROOT / "build" / "paper-run"
+RECORDED = PROJECT_ROOT / "assets" / "kept-runs"  # committed copies (make kept-runs)
 SAVE_EVERY, AVERAGED = 50, 5
 State = dict[str, torch.Tensor]
 
@@ -55,6 +62,7 @@ class PaperRun:
     data: CourseData
     loaded_from: Path | None = None  # where it was read from, if it was not trained now
     stage: int = 7
+    file: Path | None = None  # where it is kept
 
     def averaged(self, last: int | None = None) -> nn.Module:
         """A copy of the model holding the mean of the `last` kept checkpoints' weights (all
@@ -91,30 +99,34 @@ class Checkpointing(Iterator[Batch]):
                                     for name, tensor in self.model.state_dict().items()}
 
 
-def checkpoint_steps(steps: int) -> set[int]:
-    """The last AVERAGED multiples of SAVE_EVERY up to the end of the run."""
-    return {steps - SAVE_EVERY * i for i in range(AVERAGED) if steps - SAVE_EVERY * i > 0}
+def checkpoint_steps(steps: int, count: int = AVERAGED) -> set[int]:
+    """The last `count` multiples of SAVE_EVERY up to the end of the run."""
+    return {steps - SAVE_EVERY * i for i in range(count) if steps - SAVE_EVERY * i > 0}
 
 
 def key(recipe: Recipe, device: torch.device | str, stage: int = 7,
         data_options: dict | None = None) -> str:
-    """What decides every bit of the run; a kept run is used only under the same key."""
+    """What decides every bit of the run; a kept run is used only under the same key. On a
+    CPU that includes how it rounds: a run committed from another CPU is trained again here."""
     code = code_fingerprint([Path(__file__), Path(ladder.__file__)])
+    rounding = numeric_platform() if torch.device(device).type == "cpu" else ""
     parts = [staleness.toolkit_hash(data_options, stage), staleness.stage_hash(stage),
              staleness.corpus_hash(), code, repr(sorted(asdict(recipe).items())),
              repr(sorted((data_options or {}).items())), str(torch.device(device)),
-             str(torch.get_num_threads()), torch.__version__]
+             str(torch.get_num_threads()), torch.__version__, rounding]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
 
 def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device | str = "cpu",
               recipe: Recipe = PAPER, runs: Path = RUNS, stage: int = 7,
-              data_options: dict | None = None, variant: str = "") -> PaperRun:
+              data_options: dict | None = None, variant: str = "", averaged: int = AVERAGED,
+              recorded: Path = RECORDED) -> PaperRun:
     """The paper recipe's run on `seed` (or another stage's and recipe's): read back if it was
-    kept under the same key, else trained (with a progress bar) and kept. `fresh=True` trains
-    it whatever is kept. While another process trains the same run (notebooks 10 and 13 side
-    by side), this one waits for it rather than training it a second time. `variant` names
-    another run's file and progress bar ("stage08-decoder-only")."""
+    kept under the same key (in `runs`, or committed in `recorded`), else trained (with a
+    progress bar) and kept in `runs`. `fresh=True` trains it whatever is kept. While another
+    process trains the same run (notebooks 10 and 13 side by side), this one waits for it
+    rather than training it a second time. `variant` names another run's file and progress
+    bar ("stage08-decoder-only"); `averaged` is how many checkpoints it keeps."""
     recipe = replace(recipe, seed=seed)
     data = load_data(**(data_options or {}))
     name = f"{variant}-seed{seed}" if variant else f"seed{seed}"
@@ -122,35 +134,42 @@ def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device 
     runs.mkdir(parents=True, exist_ok=True)
     with one_at_a_time(path.with_suffix(".lock")):
         model = ladder.build(stage, data, recipe).to(device)
-        if path.exists() and not fresh:  # read back
-            kept = torch.load(path, map_location=device, weights_only=True)
-            model.load_state_dict(kept["model"])
-            return PaperRun(model.eval(), History(**kept["history"]), kept["checkpoints"],
-                            recipe, data, path, stage)
+        for kept_path in [] if fresh else [path, recorded / path.name]:
+            if kept_path.exists():  # read back
+                kept = torch.load(kept_path, map_location=device, weights_only=True)
+                model.load_state_dict(kept["model"])
+                checkpoints = kept["checkpoints"]
+                if recipe.steps in checkpoint_steps(recipe.steps, averaged):
+                    checkpoints[recipe.steps] = kept["model"]  # kept once, as the model
+                return PaperRun(model.eval(), History(**kept["history"]), checkpoints,
+                                recipe, data, kept_path, stage, kept_path)
         batches = Checkpointing(endless(loader(data.train, recipe.batch_size,
                                                seed=recipe.seed)),
-                                model, checkpoint_steps(recipe.steps))
+                                model, checkpoint_steps(recipe.steps, averaged))
         history = train(model, sys.modules[type(model).__module__].objective, batches,
                         device=device, description=f"{variant or 'paper recipe'}, seed {seed}",
                         **recipe.training())
         batches.keep()  # the last step asks for no batch after it
         partial = path.with_suffix(".partial")
+        earlier = {step: state for step, state in batches.kept.items() if step != recipe.steps}
         torch.save({"model": model.state_dict(), "history": asdict(history),
-                    "checkpoints": batches.kept}, partial)
+                    "checkpoints": earlier}, partial)
         partial.replace(path)  # atomic: a reader never sees half a file
-        return PaperRun(model.eval(), history, batches.kept, recipe, data, stage=stage)
+        return PaperRun(model.eval(), history, batches.kept, recipe, data, stage=stage,
+                        file=path)
 
 
 def subword_run(seed: int = 0, fresh: bool = False) -> PaperRun:
     """Notebook 12's model: stage 07 on the ladder's recipe, reading and writing BPE pieces."""
     return paper_run(seed, fresh, recipe=RECIPES[7], data_options=ablation.SUBWORD_DATA,
-                     variant="stage07-subwords")
+                     variant="stage07-subwords", averaged=0)
 
 
 def decoder_only_run(seed: int = 0, fresh: bool = False) -> PaperRun:
     """Notebook 14's model: stage 08 on its ablation row's recipe and data, on one seed."""
     return paper_run(seed, fresh, recipe=ablation.DECODER_ONLY_RECIPE, stage=8,
-                     data_options=ablation.DECODER_ONLY_DATA, variant="stage08-decoder-only")
+                     data_options=ablation.DECODER_ONLY_DATA, variant="stage08-decoder-only",
+                     averaged=0)
 
 
 @contextmanager
@@ -174,21 +193,42 @@ KEPT = {"paper": (paper_run, "paper recipe"), "subwords": (subword_run, "stage 0
         "decoder-only": (decoder_only_run, "stage 08, decoder-only")}
 
 
+def record(runs: list[PaperRun], recorded: Path = RECORDED) -> list[Path]:
+    """Copy the runs into `recorded` for committing, and delete what it held for other code."""
+    recorded.mkdir(parents=True, exist_ok=True)
+    copies = [recorded / run.file.name for run in runs]
+    for run, copy in zip(runs, copies, strict=True):
+        if run.file != copy:
+            shutil.copyfile(run.file, copy)
+    for old in set(recorded.glob("*.pt")) - set(copies):
+        old.unlink()
+    return copies
+
+
 def main(args: list[str]) -> None:
     """Train (or find kept) the named runs one after the other (the paper run if none is
     named), as `make notebooks` does before executing them, so that no notebook spends its
-    time budget training."""
-    unknown = [name for name in args if name not in KEPT]
-    if unknown:
+    time budget training; with `--record`, every run, then copied into assets/kept-runs/."""
+    recording = args == ["--record"]
+    if unknown := [name for name in args if name not in KEPT and not recording]:
         raise SystemExit(f"no kept run named {', '.join(unknown)}: name any of "
-                         f"{', '.join(KEPT)}")
+                         f"{', '.join(KEPT)}, or give --record alone to record all of them")
     torch.set_num_threads(1)  # as the notebooks run, so that they find it under the same key
-    for name in args or ["paper"]:
+    runs = []
+    for name in list(KEPT) if recording else args or ["paper"]:
         make, what = KEPT[name]
-        run = make()
-        how = "found kept" if run.loaded_from else f"trained in {run.history.seconds:.0f} s"
+        runs.append(run := make())
+        if run.loaded_from:
+            how = f"found kept in {run.loaded_from.parent.relative_to(PROJECT_ROOT)}/"
+        else:
+            how = (f"trained in {run.history.seconds:.0f} s ({RECORDED.relative_to(PROJECT_ROOT)}"
+                   f"/ holds none for this code: `make kept-runs` records it)")
         print(f"{what}, seed {run.recipe.seed}: {how}, final training loss "
               f"{run.history.final_loss():.3f}", flush=True)
+    if recording:
+        for copy in record(runs):
+            print(f"recorded {copy.relative_to(PROJECT_ROOT)} "
+                  f"({copy.stat().st_size / 1e6:.1f} MB)")
 
 
 if __name__ == "__main__":
