@@ -27,7 +27,9 @@ LONGEST_FIRST := 11 01 07 06 12 14 04 05 13 03 02 09 00 10 08
 RANKED := $(foreach n,$(LONGEST_FIRST),$(filter notebooks/$(n)_%,$(NOTEBOOKS)))
 NOTEBOOK_ORDER := $(addprefix build/,$(RANKED) $(filter-out $(RANKED),$(NOTEBOOKS)))
 # make quick leaves out the tests marked slow: those that start processes (tests/test_markers.py).
-UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 -p no:cacheprovider \
+# --dist worksteal: a worker that runs out of tests takes half of what the other has left, so the
+# longest tests, which the files' order puts last (the training commands, torchrun), are shared.
+UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --dist worksteal -p no:cacheprovider \
               --timeout=600 --ignore=tests/site --ignore=tests/student
 .PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student \
         student-tests site site-student site-tests lab data ladder ladder-check ablation \
