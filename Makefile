@@ -90,9 +90,7 @@ test: $(INSTALLED)
 	$(MAKE) --no-print-directory unit mutants-check; status=$$?; \
 	wait $$paper && wait $$others || { cat build/*-runs.log; exit 1; }; \
 	grep -h "final training loss" build/paper-runs.log build/other-runs.log; exit $$status
-	$(MAKE) --no-print-directory notebooks
-	@echo "student-tests (two processes) and site-tests (one) side by side; each prints as it ends"
-	$(MAKE) --no-print-directory -j 2 --output-sync student-tests site-tests
+	$(MAKE) --no-print-directory notebooks student-tests site-tests
 	@$(MAKE) --no-print-directory notebook-times
 
 # Each notebook's time in the last run against its budget: a report that fails nothing.
