@@ -492,7 +492,8 @@ def german_only_targets(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> None
         own = stage08.objective(model, Batch(src, tgt)).mean()
     _fail_on(None if torch.allclose(ours, own) else "the loss differs from stage 08's own",
              case)
-    _passed(_name(fn), f"two padded streams: the loss equals stage 08's own ({float(own):.4f})")
+    _passed(_name(fn), f"two streams, one of them padded: the loss equals stage 08's own "
+                        f"({float(own):.4f})")
 
 
 # Every exercise checker, in the order the notebooks use them.
