@@ -29,8 +29,8 @@ NOTEBOOK_ORDER := $(addprefix build/,$(RANKED) $(filter-out $(RANKED),$(NOTEBOOK
 # make quick leaves out the tests marked slow: those that start processes (tests/test_markers.py).
 # --dist worksteal: a worker that runs out of tests takes half of what the other has left, so the
 # longest tests, which the files' order puts last (the training commands, torchrun), are shared.
-UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --dist worksteal -p no:cacheprovider \
-              --timeout=600 --ignore=tests/site --ignore=tests/student
+UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --dist worksteal \
+              -p no:cacheprovider --timeout=600 --ignore=tests/site --ignore=tests/student
 .PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student \
         student-tests site site-student site-tests lab data ladder ladder-check ablation \
         kept-runs bench diff train train-ddp clean

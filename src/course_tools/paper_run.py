@@ -6,13 +6,14 @@ Stage 07 trained with `recipes.PAPER` on the built-in corpus is the ablation's f
 (`make ablation` trains it the same way) and notebook 10's model. Minutes of training are
 worth doing once: the run is kept in `build/paper-run/` under a key made of fingerprints of
 the code that trains it (stage 07, the training code, this module), of the corpus, the
-recipe, the seed, the device, the thread count and the PyTorch version. Change any of them
-and the next call trains afresh; so does `fresh=True`. A test proves a kept run gives the
-same numbers as training afresh.
+recipe, the seed, the device, the thread count, the PyTorch version and, on a CPU, how it
+rounds (`fingerprints.numeric_platform`). Change any of them and the next call trains afresh;
+so does `fresh=True`. A test proves a kept run gives the same numbers as training afresh.
 
-`make kept-runs` (`--record`) copies the three runs into `assets/kept-runs/`, committed, so a
-fresh clone reads them back as well, on one thread, as `make notebooks` runs, until the code
-changes their key: then they are trained again into `build/paper-run/`, as before.
+`make kept-runs` trains the three runs afresh and `--record` copies them into
+`assets/kept-runs/`, committed, where a fresh clone finds them under the same key (one thread,
+as `make notebooks` runs); where the key differs (other code, another CPU), they are trained
+again into `build/paper-run/`.
 
 Besides the final weights, the paper run keeps the weights after each of its last
 `AVERAGED` multiples of `SAVE_EVERY` steps, the checkpoints the paper averages (its base
@@ -20,9 +21,10 @@ models average the last 5 checkpoints, written 10 minutes apart), for a decoder 
 run to average (notebook 13). The file holds the last of them once, as the final weights.
 
 `subword_run()` keeps stage 07 trained on the ladder's recipe with `ablation.SUBWORD_DATA`,
-and `decoder_only_run()` stage 08 on `ablation.DECODER_ONLY_RECIPE`, the same way. `make test`
-trains the paper run on one thread and the other two, one after the other, on another, beside
-the unit tests, so that no notebook spends its time budget training them.
+and `decoder_only_run()` stage 08 on `ablation.DECODER_ONLY_RECIPE`, the same way, without
+checkpoints. Where none is found kept, `make test` trains the paper run on one thread and the
+other two, one after the other, on another, beside the unit tests, so that no notebook spends
+its time budget training them.
 """
 
 import hashlib
