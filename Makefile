@@ -185,10 +185,10 @@ ladder-check: $(INSTALLED)
 	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.ladder_check $(if $(BASE),--base $(BASE),)
 
 ladder: $(INSTALLED)
-	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.ladder
+	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.recompute ladder
 
 ablation: $(INSTALLED)
-	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.ablation
+	$(NOTEBOOK_ENV) $(BIN)/python -m course_tools.recompute ablation
 
 bench: $(INSTALLED)
 	$(BIN)/python benchmarks/bench.py

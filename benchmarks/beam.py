@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import torch
 
-from course_tools.fingerprints import numeric_platform
+from course_tools.numeric_platform import numeric_platform
 from course_tools.paper_run import AVERAGED, SAVE_EVERY, PaperRun, paper_run
 from toolkit.batching.data import load_data
 from toolkit.learning.recipes import PAPER, SEEDS

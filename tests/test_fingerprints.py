@@ -1,9 +1,15 @@
 """A committed number goes stale on a change of behaviour, never on a comment."""
 
+import ast
+import hashlib
+import sys
+
 import pytest
 import torch
 
-from course_tools.fingerprints import behaviour, code_fingerprint, numeric_platform
+from course_tools import fingerprints
+from course_tools.fingerprints import behaviour, code_fingerprint
+from course_tools.numeric_platform import numeric_platform
 
 CODE = '''"""A module."""
 
@@ -24,7 +30,8 @@ def test_comments_docstrings_and_layout_keep_the_fingerprint(tmp_path, edited):
     (tmp_path / "a.py").write_text(CODE)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "a.py").write_text(edited)
-    assert code_fingerprint([tmp_path / "a.py"]) == code_fingerprint([tmp_path / "b" / "a.py"])
+    assert (code_fingerprint([tmp_path / "a.py"], tmp_path)
+            == code_fingerprint([tmp_path / "b" / "a.py"], tmp_path / "b"))
 
 
 @pytest.mark.parametrize("edited", [
@@ -41,43 +48,110 @@ def test_any_change_to_what_runs_changes_the_fingerprint(edited):
     assert behaviour(edited) != behaviour(CODE)
 
 
-IMPORTING = "from toolkit.vocab import PAD_ID\nimport toolkit.batches as batches\n" + CODE
+IMPORTING = ("from toolkit.text.vocab import PAD_ID\n"
+             "import toolkit.batching.batches as batches\n") + CODE
 
 
-@pytest.mark.parametrize("moved", [
-    IMPORTING.replace("toolkit.vocab", "toolkit.text.vocab"),
-    IMPORTING.replace("toolkit.vocab", ".vocab").replace("toolkit.batches", "toolkit.x.batches"),
-    IMPORTING.replace("from toolkit.vocab", "from ..text.vocab"),
+def test_imports_are_hashed_by_their_full_module_names():
+    """A module of the same name in another package is another module."""
+    elsewhere = IMPORTING.replace("toolkit.text.vocab", "elsewhere.vocab")
+    assert behaviour(elsewhere, "toolkit.text.a") != behaviour(IMPORTING, "toolkit.text.a")
+
+
+@pytest.mark.parametrize("written", [
+    IMPORTING.replace("from toolkit.text.vocab", "from .vocab"),
     # a linter re-sorts the imports when their packages change
-    "import toolkit.batches as batches\nfrom toolkit.vocab import PAD_ID\n" + CODE,
+    "import toolkit.batching.batches as batches\nfrom toolkit.text.vocab import PAD_ID\n" + CODE,
 ])
-def test_a_module_moved_to_another_package_keeps_the_fingerprint(tmp_path, moved):
-    (tmp_path / "a.py").write_text(IMPORTING)
-    (tmp_path / "text").mkdir()
-    (tmp_path / "text" / "a.py").write_text(moved)
-    assert code_fingerprint([tmp_path / "a.py"]) == code_fingerprint([tmp_path / "text" / "a.py"])
+def test_a_relative_import_reads_as_the_module_it_names(written):
+    assert behaviour(written, "toolkit.text.a") == behaviour(IMPORTING, "toolkit.text.a")
+
+
+def test_the_relative_level_is_kept():
+    one_up = IMPORTING.replace("from toolkit.text.vocab", "from .vocab")
+    two_up = IMPORTING.replace("from toolkit.text.vocab", "from ..vocab")
+    assert behaviour(one_up, "toolkit.text.a") != behaviour(two_up, "toolkit.text.a")
+    # in a package's own __init__, one dot is the package itself
+    assert (behaviour(one_up, "toolkit.text.__init__")
+            == behaviour(IMPORTING, "toolkit.text.__init__"))
+
+
+def test_two_imports_that_bind_one_name_keep_their_order():
+    """The last binding wins, so swapping them is a change of behaviour."""
+    first = "from toolkit.text.vocab import PAD_ID\nfrom toolkit.text.subwords import PAD_ID\n"
+    second = "from toolkit.text.subwords import PAD_ID\nfrom toolkit.text.vocab import PAD_ID\n"
+    assert behaviour(first + CODE) != behaviour(second + CODE)
+    aliased = first.replace("subwords import PAD_ID", "subwords import PAD_ID as OTHER")
+    swapped = "".join(reversed(aliased.splitlines(keepends=True)))
+    assert behaviour(aliased + CODE) == behaviour(swapped + CODE)  # two names: order is free
 
 
 @pytest.mark.parametrize("edited", [
     IMPORTING.replace("import PAD_ID", "import UNK_ID as PAD_ID"),
-    IMPORTING.replace("toolkit.vocab", "toolkit.subwords"),
+    IMPORTING.replace("toolkit.text.vocab", "toolkit.text.subwords"),
     IMPORTING.replace("as batches", "as buckets"),
-    IMPORTING + "import toolkit.vocab\n",  # an import after code is no longer in the same run
+    IMPORTING + "import toolkit.text.vocab\n",  # an import after code is not in the same run
 ])
 def test_importing_another_module_or_name_changes_the_fingerprint(edited):
     assert behaviour(edited) != behaviour(IMPORTING)
 
 
-def test_files_are_hashed_in_the_order_of_their_names_wherever_they_sit(tmp_path):
-    (tmp_path / "z").mkdir()
-    (tmp_path / "z" / "a.py").write_text(CODE)
-    (tmp_path / "b.py").write_text(CODE + "\nLIMIT = 10\n")
-    flat = tmp_path / "flat"
-    flat.mkdir()
-    (flat / "a.py").write_text(CODE)
-    (flat / "b.py").write_text(CODE + "\nLIMIT = 10\n")
-    assert (code_fingerprint([tmp_path / "b.py", tmp_path / "z" / "a.py"])
-            == code_fingerprint([flat / "a.py", flat / "b.py"]))
+def package(root, files: dict[str, str]):
+    """Write `files` (dotted module name -> source) as a package tree under `root`."""
+    paths = []
+    for module, source in files.items():
+        path = root.joinpath(*module.split(".")).with_suffix(".py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+        paths.append(path)
+    return paths
+
+
+def test_a_move_recorded_in_moved_keeps_the_fingerprint(tmp_path, monkeypatch):
+    """A module moved to another package, with its importers changed to match, is hashed
+    as before once the move is recorded, and not before."""
+    before = package(tmp_path / "before", {"lib.old.vocab": CODE,
+                                          "lib.train": "from lib.old.vocab import warmup\n"})
+    after = package(tmp_path / "after", {"lib.text.vocab": CODE,
+                                        "lib.train": "from lib.text.vocab import warmup\n"})
+    stamped = code_fingerprint(before, tmp_path / "before")
+    assert code_fingerprint(after, tmp_path / "after") != stamped
+    monkeypatch.setattr(fingerprints, "MOVED", {"lib.text": "lib.old"})
+    assert code_fingerprint(after, tmp_path / "after") == stamped
+
+
+def test_files_are_found_by_path_so_two_of_one_name_both_count(tmp_path):
+    """Two `data.py` in two packages are two modules: an edit to either is seen."""
+    files = package(tmp_path, {"lib.batching.data": CODE, "lib.text.data": CODE})
+    both = code_fingerprint(files, tmp_path)
+    assert code_fingerprint(files[:1], tmp_path) != both
+    files[1].write_text(CODE.replace("100", "101"))
+    assert code_fingerprint(files, tmp_path) != both
+
+
+def test_every_python_writes_the_same_canonical_form(monkeypatch):
+    """Newer interpreters add fields (3.12: every function's `type_params`) and `ast.dump`
+    shows them, or leaves empty ones out (3.13): the canonical form never shows an empty
+    field, so such a field cannot change a fingerprint."""
+    tree = ast.parse(CODE)
+    plain = fingerprints.canonical(tree)
+    for node_type in (ast.FunctionDef, ast.arguments, ast.Call):
+        monkeypatch.setattr(node_type, "_fields", (*node_type._fields, "added_by_a_new_python"))
+    dumped = ast.dump(tree)
+    for node in ast.walk(tree):
+        node.added_by_a_new_python = []
+    assert ast.dump(tree) != dumped  # what a dump would have hashed
+    assert fingerprints.canonical(tree) == plain
+
+
+def test_the_fingerprint_of_known_code_is_the_same_on_every_python():
+    """Computed once on Python 3.11; CI computes it again on 3.13 (.ci/run). Any interpreter
+    whose canonical form differs fails here, before any committed row reads as stale."""
+    digest = hashlib.sha256(behaviour(IMPORTING + CODE, "toolkit.text.a").encode()).hexdigest()
+    assert digest == KNOWN_DIGEST, f"the canonical form changed on Python {sys.version}"
+
+
+KNOWN_DIGEST = "79f49d87244fa202804d675b34cc202401c343acd93b57bd46db7f75136be944"
 
 
 def test_a_function_of_only_a_docstring_still_parses_as_one_that_does_nothing():
@@ -106,7 +180,7 @@ def test_another_vector_unit_is_another_numeric_platform():
     import subprocess
     import sys
 
-    code = "from course_tools.fingerprints import numeric_platform; print(numeric_platform())"
+    code = "from course_tools.numeric_platform import numeric_platform; print(numeric_platform())"
     here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

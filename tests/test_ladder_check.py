@@ -6,8 +6,8 @@ import dataclasses
 import pytest
 
 from course_tools import ablation, ladder, ladder_check, staleness
-from course_tools.fingerprints import numeric_platform
 from course_tools.ladder_check import Results
+from course_tools.numeric_platform import numeric_platform
 from toolkit.learning.recipes import SEEDS
 
 HERE = numeric_platform()
@@ -52,11 +52,21 @@ def replaying(files: list[Results], moved: dict[str, dict] | None = None):
     return replay, asked
 
 
+def edit_the_code(monkeypatch, stamp: str = "code_sha256", stages=None):
+    """Stand for an edit to the code the rows of `stages` import (every row's by default)."""
+    real = staleness.stamps
+
+    def edited(number, src=staleness.SRC):
+        stamps = real(number, src)
+        return {**stamps, stamp: "edited" + stamps[stamp]} if number in (stages or [number]) \
+            else stamps
+
+    monkeypatch.setattr(staleness, "stamps", edited)
+
+
 def edit_the_training_code(monkeypatch):
-    """Every row trains on it, so every row goes stale."""
-    fingerprint = staleness.toolkit_hash
-    monkeypatch.setattr(staleness, "toolkit_hash",
-                        lambda data=None, stage=None: "edited" + fingerprint(data, stage))
+    """Every row's job imports it, so every row goes stale."""
+    edit_the_code(monkeypatch)
 
 
 def test_nothing_stale_reruns_nothing(files):
@@ -90,17 +100,31 @@ def test_a_moved_number_is_named_with_both_values_and_its_row_stays_stale(files,
     assert len(moved) == 2
     said = "\n".join(moved)
     assert (f"ladder.json: '{stage_03}', seed 0: exact_match was {old!r}, now {old + 0.07!r}: "
-            f"recompute its seeds with python -m course_tools.ladder 3") in said
+            f"recompute its seeds with python -m course_tools.recompute ladder 3") in said
     assert f"ablation.json: {ablation.FULL!r}, seed 0: per_phenomenon was {{" in said
-    assert f'course_tools.ablation "{ablation.FULL}"' in said
+    assert f'course_tools.recompute ablation "{ablation.FULL}"' in said
     still_stale = {r.title for results in files for r in results.load() if staleness.is_stale(r)}
     assert still_stale == {stage_03, ablation.FULL}
 
 
+def test_a_figure_that_moved_below_its_rounding_is_named(files, monkeypatch):
+    """Where a row keeps its unrounded figures and the sha256s of its losses and weights,
+    those are compared: a change the file's rounding would hide is still a move."""
+    edit_the_training_code(monkeypatch)
+    stage_02 = ladder.stage_info(2).title
+    exact = {"train_loss": 0.123456789, "weights_sha256": "a" * 64}
+    files[0].save([dataclasses.replace(run, exact=exact) if run.title == stage_02 else run
+                   for run in files[0].load()])
+    replay, _ = replaying(files, {stage_02: {"exact": {**exact, "train_loss": 0.1234567891}}})
+    moved = ladder_check.check(files, replay, never)
+    assert len(moved) == 1 and "train_loss (unrounded) was 0.123456789, now 0.1234567891" in \
+        moved[0]
+    replay, _ = replaying(files, {stage_02: {"exact": {**exact, "weights_sha256": "b" * 64}}})
+    assert "weights_sha256 (unrounded)" in ladder_check.check(files, replay, never)[0]
+
+
 def test_only_the_rows_whose_code_changed_are_rerun(files, monkeypatch):
-    fingerprint = staleness.stage_hash
-    monkeypatch.setattr(staleness, "stage_hash",
-                        lambda number: "edited" if number == 4 else fingerprint(number))
+    edit_the_code(monkeypatch, "stage_sha256", stages={4})
     replay, asked = replaying(files)
     assert ladder_check.check(files, replay, never) == []
     assert [(number, title) for number, _, title, *_ in asked] == [(4, None)]
@@ -144,7 +168,7 @@ def test_runs_made_on_another_platform_are_compared_with_the_old_code_rerun_here
     assert kept.witnesses[HERE]["exact_match"] == 42.0
     assert ladder.on_platform(kept, HERE).exact_match == 42.0
     live = dataclasses.replace(kept, platform=HERE, exact_match=42.0, witnesses={})
-    verdict = ladder.reproduces(live, kept)
+    verdict = staleness.reproduces(live, kept)
     assert "reproduces the seed-0 rung as this machine's numeric platform computes it" in verdict
     assert "computed on another platform (another CPU)" in verdict  # not the table's digits
     shown = ladder.table([kept], live)

@@ -99,18 +99,39 @@ def test_a_change_to_what_decides_the_run_trains_it_again(kept, monkeypatch):
     key = paper_run.key(SHORT, "cpu")
     assert paper_run.key(dataclasses.replace(SHORT, lr=1e-3), "cpu") != key
     assert paper_run.key(dataclasses.replace(SHORT, seed=1), "cpu") != key
+    assert paper_run.key(SHORT, "cpu", averaged=0) != key  # checkpoints kept are in the file
     with monkeypatch.context() as other_cpu:  # a run committed from a CPU that rounds otherwise
-        other_cpu.setattr(paper_run, "numeric_platform", lambda: "torch 2.13.0+cpu, AVX2, 0ab")
+        other_cpu.setattr(paper_run, "numeric_platform",
+                          lambda device="cpu": "torch 2.13.0+cpu, AVX2, 0ab")
         assert paper_run.key(SHORT, "cpu") != key
-    fingerprint = staleness.toolkit_hash
-    monkeypatch.setattr(staleness, "toolkit_hash",
-                        lambda data=None, stage=None: "edited" + fingerprint(data, stage))
+    asked = []
+    with monkeypatch.context() as gpu:  # a GPU's rounding is in the key too
+        gpu.setattr(paper_run, "numeric_platform", lambda device: asked.append(device) or "")
+        paper_run.key(SHORT, "cuda")
+    assert [str(device) for device in asked] == ["cuda"]
+    monkeypatch.setattr(staleness, "corpus_hash", lambda: "edited")
     assert paper_run.key(SHORT, "cpu") != key
     trained = []
     monkeypatch.setattr(paper_run, "train", lambda *a, **k: trained.append(1) or
                         ladder.train(*a, **k))
     paper_run.paper_run(0, recipe=SHORT, runs=runs)
     assert trained == [1]
+
+
+def test_a_kept_run_on_other_vocabularies_is_trained_again(kept, monkeypatch):
+    """Another `tokenizers` may build another vocabulary of the same size, into which the
+    kept weights would load without a word: the file keeps its vocabularies and is checked."""
+    runs, first = kept
+    kept_file = torch.load(first.file, weights_only=True)
+    tokens = kept_file["vocabularies"]["tgt"]["tokens"]
+    kept_file["vocabularies"]["tgt"]["tokens"] = [*tokens[:4], tokens[5], tokens[4], *tokens[6:]]
+    torch.save(kept_file, first.file)
+    trained = []
+    monkeypatch.setattr(paper_run, "train", lambda *a, **k: trained.append(1) or
+                        ladder.train(*a, **k))
+    again = paper_run.paper_run(0, recipe=SHORT, runs=runs)
+    assert trained == [1] and again.loaded_from is None
+    assert torch.load(again.file, weights_only=True)["vocabularies"]["tgt"]["tokens"] == tokens
 
 
 def test_an_unknown_run_is_refused_with_the_names_of_those_kept():

@@ -1,19 +1,16 @@
 """What each of the paper's training options buys: notebook 10's ablation, on one budget.
 
-`python -m course_tools.ablation` (what `make ablation` runs) trains the stage-07 model with the
-paper's full recipe (`recipes.PAPER`), then without each option in turn: the same budget for
-every row, and every row on each seed of `recipes.SEEDS` (the seed sets the initial weights,
-the order of the pairs and the dropout masks), so a difference can be read against the spread
-between seeds. It also trains stage 07 on the ladder's recipe with unscaled attention scores,
-for notebook 07, and on subwords instead of words for notebook 12; and stage 08, the
-decoder-only appendix stage, on the ladder's budget, for notebook 14.
-`python -m course_tools.ablation "ROW NAME" ...` recomputes only the named rows. Two runs go at a
-time, one thread each. It writes `assets/ablation.json`,
-whose rows carry the same hashes as the ladder's rungs, so numbers computed on other code
-show as stale.
+The ablation trains the stage-07 model with the paper's full recipe (`recipes.PAPER`), then
+without each option in turn: the same budget for every row, and every row on each seed of
+`recipes.SEEDS` (the seed sets the initial weights, the order of the pairs and the dropout
+masks), so a difference can be read against the spread between seeds. It also trains stage
+07 on the ladder's recipe with unscaled attention scores, for notebook 07, and on subwords
+instead of words for notebook 12; and stage 08, the decoder-only appendix stage, on the
+ladder's budget, for notebook 14. `make ablation` (`course_tools.recompute`) runs them, two
+at a time, one thread each, and writes `assets/ablation.json`, whose rows carry the same
+stamps as the ladder's rungs, so numbers computed on other code show as stale.
 """
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -127,26 +124,3 @@ def _row_jobs(name: str, recipes: dict[str, Recipe]) -> list[ladder.Job]:
 def every_row() -> list[str]:
     """Every row's name, in the order the file keeps them."""
     return [*VARIANTS, *LADDER_VARIANTS, *DATA_VARIANTS, *APPENDIX_VARIANTS]
-
-
-def main(names: list[str]) -> None:
-    """Run the named rows (all by default) on every seed, two at a time, merged into the
-    committed file; write the table. A paper-recipe run took 2 to 9 minutes in the last
-    `make ablation` (`training_seconds`, two runs sharing two cores with other work)."""
-    every = every_row()
-    unknown = sorted(set(names) - set(every))
-    if unknown:
-        raise SystemExit(f"no ablation rows named {unknown}; the rows are: {every}")
-    names = names or every
-    fresh = ladder.train_all(jobs(names))
-    kept = {name: runs for name, runs in load_ablation().items() if name not in names}
-    runs = [run for name in every for run in
-            (kept.get(name, []) + [r for r in fresh if r.title == name])]
-    ladder.save_runs(runs, ABLATION_PATH, key="rows")
-    print(table(load_ablation()).to_string())
-    ladder.write_readme_section(TABLE_START, TABLE_END, markdown_table(load_ablation()))
-    print(f"wrote {ABLATION_PATH} and the README's ablation table")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -4,12 +4,20 @@ A committed number goes stale when the code that computed it may compute another
 hash of the file's bytes says so after any edit, even a comment, and then a recompute of
 every rung costs hours for nothing. `code_fingerprint` hashes the syntax tree instead, with
 docstrings dropped: comments, blank lines, line breaks, quotes and docstrings never reach
-it, while any change to a statement, a name or a constant does. Nor does a move: an import
-is hashed by the name of the module it reads (`vocab`, wherever its package puts it), a run
-of imports as a set (a linter re-sorts them when their packages change; none of the
-course's modules does anything on import that another import could see), and each file by
-its name. So moving modules between packages changes no fingerprint, while the moved
-modules' own code is hashed as always. Data files are hashed byte for byte
+it, while any change to a statement, a name or a constant does.
+
+The tree is written out by `canonical`, a walk of our own, never by `ast.dump`, whose output
+changes with the interpreter (3.12 gives every function and class an empty `type_params`;
+3.13 leaves empty fields out): node types and their non-empty fields, by field name. So the
+same code has the same fingerprint on every Python the course supports.
+
+An import is hashed by the full name of the module it reads, a relative one resolved against
+the importing module, and each file under its module's name: `from toolkit.text.vocab import X`
+and `from elsewhere.vocab import X` differ. A run of imports is hashed in sorted order (a
+linter re-sorts them), unless it binds one name twice, where the last one wins and the order is
+behaviour. A module moved to another package is recorded in `MOVED`, new name to the name it
+had when the committed results were stamped, and is hashed under its old name: the move
+costs no recompute, while its code is hashed as always. Data files are hashed byte for byte
 (`file_fingerprint`): there every byte is behaviour.
 """
 
@@ -19,15 +27,21 @@ import hashlib
 import itertools
 from pathlib import Path
 
-import torch
-from torch import nn
+# Modules moved since the committed results were stamped: new dotted name -> the old one. Add
+# a line when moving a module (or a package: its modules follow), so the move costs nothing.
+MOVED: dict[str, str] = {}
 
 
-def code_fingerprint(paths: list[Path]) -> str:
-    """A sha256 of the files' syntax trees, docstrings left out, in the order of their names."""
+def code_fingerprint(paths: list[Path], root: Path) -> str:
+    """A sha256 of the files' syntax trees, docstrings left out, each under its module's name
+    below `root` (`src/toolkit/text/vocab.py` under `src` is `toolkit.text.vocab`)."""
+    modules = {as_stamped(module_name(path, root)): path for path in paths}
     digest = hashlib.sha256()
-    for path in sorted(paths, key=lambda path: path.name):
-        digest.update(path.name.encode() + b"\0" + behaviour(path.read_text("utf-8")).encode())
+    for module in sorted(modules):
+        path = modules[module]
+        importer = ".".join(path.relative_to(root).with_suffix("").parts)  # pkg.__init__ too
+        digest.update(module.encode() + b"\0" + behaviour(path.read_text("utf-8"), importer)
+                      .encode() + b"\0")
     return digest.hexdigest()
 
 
@@ -39,17 +53,48 @@ def file_fingerprint(paths: list[Path]) -> str:
     return digest.hexdigest()
 
 
-@functools.lru_cache(maxsize=256)  # keyed by the text itself, so an edit is never missed
-def behaviour(source: str) -> str:
-    """The source as its syntax tree, without docstrings, positions or the packages that the
-    modules it imports live in: what Python runs."""
+def module_name(path: Path, root: Path) -> str:
+    """The dotted name a file is imported by when `root` is on the path; a package's
+    `__init__.py` is the package."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def as_stamped(module: str, moved: tuple[tuple[str, str], ...] | None = None) -> str:
+    """The name a module had when the committed results were stamped (`MOVED`)."""
+    for new, old in MOVED.items() if moved is None else moved:
+        if module == new or module.startswith(new + "."):
+            return old + module[len(new):]
+    return module
+
+
+def resolve(module: str | None, level: int, importer: str) -> str:
+    """The absolute name `from <level dots><module> import ...` reads inside `importer` (a
+    package's own `__init__` named as `package.__init__`)."""
+    if not level:
+        return module or ""
+    package = importer.split(".")[:-1]
+    base = package[:len(package) - (level - 1)]
+    return ".".join([*base, *([module] if module else [])])
+
+
+def behaviour(source: str, module: str = "") -> str:
+    """The source as its syntax tree, without docstrings or positions, imports by their full
+    names (`module` is the file's own dotted name, `package.__init__` for a package, to resolve
+    its relative imports): what Python runs, written the same way by every interpreter."""
+    return _behaviour(source, module, tuple(MOVED.items()))
+
+
+@functools.lru_cache(maxsize=1024)  # keyed by the text itself, so an edit is never missed
+def _behaviour(source: str, module: str, moved: tuple[tuple[str, str], ...]) -> str:
     tree = ast.parse(source)
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):  # `from ..text.vocab import X` reads `vocab`
-            node.module, node.level = (node.module or "").rpartition(".")[2], 0
-        elif isinstance(node, ast.Import):  # `import toolkit.text.vocab as v` reads `vocab` too
+        if isinstance(node, ast.ImportFrom):
+            node.module = as_stamped(resolve(node.module, node.level or 0, module), moved)
+            node.level = 0
+        elif isinstance(node, ast.Import):
             for alias in node.names:
-                alias.name = alias.name.rpartition(".")[2]
+                alias.name = as_stamped(alias.name, moved)
     for node in ast.walk(tree):
         if isinstance(getattr(node, "body", None), list):
             node.body = _imports_sorted(node.body)
@@ -57,40 +102,37 @@ def behaviour(source: str) -> str:
         if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
                 and body and _is_docstring(body[0])):
             node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+    return canonical(tree)
+
+
+def canonical(node: object) -> str:
+    """A syntax tree as text: each node's type and its non-empty fields, by field name. Fields
+    an interpreter adds empty (or leaves out when empty) never show; positions are attributes,
+    not fields, and never show either."""
+    if isinstance(node, ast.AST):
+        fields = sorted(((name, value) for name in node._fields
+                         if (value := getattr(node, name, None)) is not None and value != []),
+                        key=lambda field: field[0])
+        return f"{type(node).__name__}({', '.join(f'{n}={canonical(v)}' for n, v in fields)})"
+    if isinstance(node, list):
+        return f"[{', '.join(canonical(item) for item in node)}]"
+    return repr(node)
 
 
 def _imports_sorted(body: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements with each run of consecutive imports in one fixed order."""
+    """The statements with each run of consecutive imports in one fixed order, unless the run
+    binds a name twice: then the last binding wins, and the order stays."""
     runs = itertools.groupby(body, key=lambda s: isinstance(s, ast.Import | ast.ImportFrom))
     return [statement for is_import, run in runs
-            for statement in (sorted(run, key=ast.dump) if is_import else run)]
+            for statement in (_sorted_if_unambiguous(list(run)) if is_import else run)]
+
+
+def _sorted_if_unambiguous(imports: list[ast.stmt]) -> list[ast.stmt]:
+    bound = [(alias.asname or alias.name).split(".")[0]
+             for statement in imports for alias in statement.names]
+    return imports if len(bound) != len(set(bound)) else sorted(imports, key=canonical)
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
     return (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
             and isinstance(statement.value.value, str))
-
-
-def numeric_platform() -> str:
-    """A fingerprint of how this machine rounds. The same code and seed give the same bits only
-    where it matches: kernels differ with the CPU's vector instructions (AVX2, AVX-512), the
-    BLAS and the PyTorch build, and every difference in the last bit grows over a training run.
-    It runs a few of the operations training runs, on one thread, and hashes their bits."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        generator = torch.Generator().manual_seed(0)
-        x = torch.randn(64, 96, generator=generator)  # (rows, features)
-        weight = torch.randn(128, 96, generator=generator) / 10
-        bias = torch.randn(128, generator=generator)
-        y = nn.functional.linear(x, weight, bias)  # (rows, 128)
-        heads = y.view(1, 4, 16, 128)  # (batch, heads, len, head_dim)
-        results = [y, x @ x.T, y.softmax(-1), y.log_softmax(-1), y.exp().sum(-1),
-                   nn.functional.layer_norm(y, (128,)), nn.functional.relu(y).sqrt(),
-                   y.sum(0), nn.functional.scaled_dot_product_attention(heads, heads, heads)]
-    finally:
-        torch.set_num_threads(threads)
-    digest = hashlib.sha256(b"".join(r.contiguous().numpy().tobytes() for r in results))
-    return (f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}, "
-            f"{digest.hexdigest()[:12]}")

@@ -1,18 +1,20 @@
 """The ladder: every stage trained on one shared budget, so each rung shows what an idea buys.
 
-`python -m course_tools.ladder` (what `make ladder` runs) trains each stage with its recipe, once
+`make ladder` (`course_tools.recompute`) trains each stage with its recipe, once
 per seed in `recipes.SEEDS`, and writes `assets/ladder.json`, the one source of the numbers
 in the README and notebooks. One seed is one run; the spread across seeds says which
-differences between stages are larger than chance. Each rung records fingerprints of its
-stage module, of the corpus, and of the toolkit code that trains and scores it (recipes
-included), so stale numbers show (`course_tools.staleness`): fingerprints of behaviour, which
-a comment or a docstring never changes. When code changes and the numbers may not have,
-`make ladder-check` (`course_tools.ladder_check`) proves it on one seed and re-stamps the rungs.
+differences between stages are larger than chance. This module runs every committed row, the
+ablation's too (`train_all`), so what it imports is the code a row's numbers depend on: each
+row records its job as data (stage, recipe, data options, objective) and is stamped by
+`course_tools.staleness` with fingerprints of that code, of the corpus and of the libraries,
+so stale numbers show: fingerprints of behaviour, which a comment or a docstring never
+changes. When code changes and the numbers may not have, `make ladder-check`
+(`course_tools.ladder_check`) proves it on one seed and re-stamps the rows.
 """
 
+import hashlib
 import importlib
 import json
-import sys
 import textwrap
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -25,14 +27,12 @@ import torch
 from matplotlib.figure import Figure  # no pyplot: a script needs no GUI backend
 from torch import nn
 
-from course_tools import staleness
-from course_tools.fingerprints import numeric_platform
+from course_tools.numeric_platform import numeric_platform
 from toolkit.batching.batches import endless, loader
 from toolkit.batching.data import CourseData, load_data
 from toolkit.learning import stream_objectives
 from toolkit.learning.recipes import RECIPES, SEEDS, Recipe
 from toolkit.learning.training import History, evaluate_loss, train
-from toolkit.outline import STAGES
 from toolkit.outline import stage as stage_info
 from toolkit.scoring.evaluation import evaluate
 from toolkit.scoring.metrics import Report
@@ -62,15 +62,23 @@ class Rung:
     bleu: float
     bleu_signature: str
     per_phenomenon: dict[str, float]
-    stage_sha256: str
-    corpus_sha256: str
-    toolkit_sha256: str
     seed: int = 0
     data: dict = field(default_factory=dict)  # load_data's options, when not its defaults
-    platform: str = ""  # how the machine that ran it rounds (fingerprints.numeric_platform)
+    # What ran, as data: stage, the whole recipe, load_data's options, objective (`job_record`).
+    job: dict = field(default_factory=dict)
+    # The figures unrounded, with sha256s of the loss history and of the trained weights:
+    # what `make ladder-check` compares, bit for bit.
+    exact: dict = field(default_factory=dict)
+    platform: str = ""  # how the machine that ran it rounds (numeric_platform)
     # The same run's numbers as the same code computed them on other numeric platforms, by
     # platform, each proven by `make ladder-check` there: what a run there must reproduce.
     witnesses: dict = field(default_factory=dict)
+    # Stamps (`course_tools.staleness.stamps`): fingerprints of the stage module, of all the
+    # code its job imports, of the corpus, and the versions of the libraries that code imports.
+    stage_sha256: str = ""
+    code_sha256: str = ""
+    corpus_sha256: str = ""
+    libraries: dict = field(default_factory=dict)
 
 
 def stage_module(number: int) -> ModuleType:
@@ -80,12 +88,19 @@ def stage_module(number: int) -> ModuleType:
 def rung(
     number: int, model: nn.Module, history: History, validation_loss: float, report: Report,
     recipe: Recipe | None = None, title: str | None = None, data: dict | None = None,
+    objective: str | None = None,
 ) -> Rung:
-    """Gather a finished run into its rung of the ladder (or a row of another comparison).
+    """Gather a finished run into its rung of the ladder (or a row of another comparison),
+    unstamped (`staleness.stamped` stamps it).
 
     `data` names the load_data options the run used, when they are not the defaults.
     """
     recipe = recipe or RECIPES[number]
+    exact = {"train_loss": history.final_loss(), "validation_loss": validation_loss,
+             "exact_match": report.exact_match, "bleu": report.bleu,
+             "per_phenomenon": dict(report.per_phenomenon),
+             "losses_sha256": hashlib.sha256(repr(history.losses).encode()).hexdigest(),
+             "weights_sha256": weights_sha256(model)}
     return Rung(
         stage=number, title=title or stage_info(number).title,
         parameters=count_parameters(model),
@@ -94,11 +109,26 @@ def rung(
         validation_loss=round(validation_loss, 4), exact_match=round(report.exact_match, 2),
         bleu=round(report.bleu, 2), bleu_signature=report.bleu_signature,
         per_phenomenon={k: round(v, 2) for k, v in report.per_phenomenon.items()},
-        stage_sha256=staleness.stage_hash(number), corpus_sha256=staleness.corpus_hash(),
-        toolkit_sha256=staleness.toolkit_hash(data, number), seed=recipe.seed,
-        data=dict(data or {}),
-        platform=numeric_platform() if str(device_of(model)) == "cpu" else str(device_of(model)),
+        seed=recipe.seed, data=dict(data or {}),
+        job=job_record(number, recipe, data, objective), exact=exact,
+        platform=numeric_platform(device_of(model)),
     )
+
+
+def job_record(number: int, recipe: Recipe, data: dict | None = None,
+               objective: str | None = None) -> dict:
+    """A job as the data a row stores, exactly as JSON gives it back (tuples as lists)."""
+    return json.loads(json.dumps({"stage": number, "recipe": asdict(recipe),
+                                  "data": dict(data or {}), "objective": objective}))
+
+
+def weights_sha256(model: nn.Module) -> str:
+    """A sha256 of every parameter and buffer, bit for bit, by name."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        flat = tensor.detach().cpu().contiguous().reshape(-1)
+        digest.update(name.encode() + b"\0" + flat.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def device_of(model: nn.Module) -> torch.device:
@@ -140,7 +170,8 @@ def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
     validation = loader(data.validation, batch_size=100, shuffle=False)
     validation_loss = evaluate_loss(model, stage.objective, validation, device)
     report, _ = evaluate(model, data, "test", device)
-    return rung(number, model, history, validation_loss, report, recipe, title, data_options)
+    return rung(number, model, history, validation_loss, report, recipe, title, data_options,
+                objective)
 
 
 def load_runs(path: Path = LADDER_PATH, key: str = "rungs") -> list[Rung]:
@@ -148,9 +179,18 @@ def load_runs(path: Path = LADDER_PATH, key: str = "rungs") -> list[Rung]:
     if not path.exists():
         return []
     try:
-        return [Rung(**entry) for entry in json.loads(path.read_text())[key]]
+        return [Rung(**_renamed(entry)) for entry in json.loads(path.read_text())[key]]
     except TypeError as error:
         raise ValueError(f"{path} has an older format ({error}): run `make ladder`") from error
+
+
+def _renamed(entry: dict) -> dict:
+    """A row as written before its stamp covered the whole import closure: the old stamp is
+    kept under the new name, where it matches nothing, so the row reads as stale."""
+    if "toolkit_sha256" in entry:
+        entry = dict(entry)
+        entry["code_sha256"] = "toolkit:" + entry.pop("toolkit_sha256")
+    return entry
 
 
 def save_runs(runs: list[Rung], path: Path = LADDER_PATH, key: str = "rungs") -> None:
@@ -224,46 +264,19 @@ def on_platform(committed: Rung, platform: str) -> Rung | None:
 
 def numbers(run: Rung) -> dict:
     """What a run computed, as a witness of it on its platform."""
-    return {name: getattr(run, name) for name in NUMBERS}
+    return {**{name: getattr(run, name) for name in NUMBERS}, "exact": run.exact}
 
 
 def differences(live: Rung, committed: Rung) -> list[tuple[str, object, object]]:
-    """(figure, committed value, live value) for every number the two runs do not share."""
-    return [(name, getattr(committed, name), getattr(live, name)) for name in NUMBERS
-            if getattr(live, name) != getattr(committed, name)]
-
-
-def reproduces(live: Rung, committed: Rung) -> str:
-    """Say whether a notebook's run gave its committed rung, every figure as rounded in the
-    file, and if not, why it may not have."""
-    here = on_platform(committed, live.platform)
-    differ = [name for name, _, _ in differences(live, here or committed)]
-    if differ and here is None:
-        return (f"this run differs from the committed seed-{committed.seed} rung in "
-                f"{', '.join(differ)}, computed on another numeric platform (committed: "
-                f"{committed.platform or 'not recorded'}; here: {live.platform}): there the same "
-                f"code rounds differently, and the difference grows over training")
-    if staleness.is_stale(committed):
-        if differ:
-            return (f"this run differs from the committed seed-{committed.seed} rung in "
-                    f"{', '.join(differ)}, and the code or corpus changed since that rung was "
-                    f"computed: run `make ladder-check` to see which numbers moved")
-        return (f"this run reproduces the committed seed-{committed.seed} rung to its committed "
-                f"precision, but the code changed since it was computed: `make ladder-check` "
-                f"proves the other rungs and re-stamps them")
-    if not differ and here is not committed:
-        return (f"this run reproduces the seed-{committed.seed} rung as this machine's numeric "
-                f"platform computes it ({live.platform}), to its committed precision: the "
-                f"witness `make ladder-check` proved on this platform. The committed rows "
-                f"were computed on another platform "
-                f"({committed.platform or 'not recorded'}), where the same code and seed give "
-                f"other digits")
-    if not differ:
-        return (f"this run reproduces the committed seed-{committed.seed} rung to its committed "
-                f"precision (every figure, as rounded in the file)")
-    return (f"this run differs from the committed seed-{committed.seed} rung in "
-            f"{', '.join(differ)}: expected on another device or thread count "
-            f"(the committed runs used one CPU thread)")
+    """(figure, committed value, live value) for every number the two runs do not share: the
+    unrounded figures and the sha256s of the losses and weights where both runs have them,
+    else the figures as rounded in the file."""
+    both = sorted(set(live.exact) & set(committed.exact))
+    rounded = [name for name in NUMBERS if not both or name not in committed.exact]
+    return ([(name, getattr(committed, name), getattr(live, name)) for name in rounded
+             if getattr(live, name) != getattr(committed, name)]
+            + [(f"{name} (unrounded)", committed.exact[name], live.exact[name]) for name in both
+               if live.exact[name] != committed.exact[name]])
 
 
 WITNESS_ROW = "seed 0 as computed on this machine's platform"
@@ -344,24 +357,3 @@ def chart(runs: list[Rung]) -> Figure:
     ax.legend(fontsize=8, loc="upper left")
     figure.tight_layout()
     return figure
-
-
-def main(numbers: list[int]) -> None:
-    """Recompute the given stages (all by default) on every seed, merged into the committed file."""
-    numbers = numbers or [s.number for s in STAGES if s.number in RECIPES]
-    jobs = [(number, recipe, None) for number in numbers
-            for recipe in with_seeds(RECIPES[number])]
-    fresh = train_all(jobs)
-    for run in fresh:
-        print(f"stage {run.stage:02d} seed {run.seed}: exact match {run.exact_match:.1f}%, "
-              f"BLEU {run.bleu:.1f}")
-    runs = sorted([r for r in load_runs() if r.stage not in numbers] + fresh,
-                  key=lambda r: (r.stage, r.seed))
-    save_runs(runs)
-    chart(runs).savefig(CHART_PATH, dpi=110)
-    write_readme_section(TABLE_START, TABLE_END, markdown_table(runs))
-    print(f"wrote {LADDER_PATH}, {CHART_PATH.name} and the README's results table")
-
-
-if __name__ == "__main__":
-    main([int(arg) for arg in sys.argv[1:]])

@@ -1,11 +1,13 @@
 """`make ladder-check`: prove on one seed that changed code still computes the committed numbers.
 
-The ladder's rungs and the ablation's rows carry fingerprints of the code and corpus that
-computed them (`course_tools.fingerprints`). A comment or a docstring leaves them as they are; any
-other edit to that code makes the rows it feeds stale, though most such edits (a fix on a
-path training never takes, a clearer name) compute the same numbers. This check reruns
-seed 0 of every stale row, two at a time, exactly as `make ladder` and `make ablation` do,
-and compares every number with the committed run, bit for bit:
+The ladder's rungs and the ablation's rows carry stamps of what computed them: the code their
+job imports, their job as data, the corpus and the libraries (`course_tools.staleness`). A
+comment or a docstring leaves them as they are; any other edit to that code makes the rows it
+feeds stale, though most such edits (a fix on a path training never takes, a clearer name)
+compute the same numbers. This check reruns seed 0 of every stale row, two at a time, exactly
+as `make ladder` and `make ablation` do, and compares every number with the committed run, bit
+for bit: each figure unrounded, and sha256s of the loss history and of the trained weights
+(`Rung.exact`; a row written before those were kept is compared as rounded in the file):
 
 - every number equal: the row's runs, all seeds, are re-stamped with today's fingerprints;
 - any number moved: it names the row, the figure and both values, re-stamps nothing of that
@@ -39,8 +41,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from course_tools import ablation, ladder, staleness
-from course_tools.fingerprints import code_fingerprint, numeric_platform
 from course_tools.ladder import Job, Rung
+from course_tools.numeric_platform import numeric_platform
 from toolkit.learning.recipes import RECIPES, SEEDS
 
 
@@ -60,11 +62,12 @@ class Results:
 
 
 def ladder_results() -> Results:
-    return Results(ladder.LADDER_PATH, "rungs", "python -m course_tools.ladder {stage}")
+    return Results(ladder.LADDER_PATH, "rungs", "python -m course_tools.recompute ladder {stage}")
 
 
 def ablation_results() -> Results:
-    return Results(ablation.ABLATION_PATH, "rows", 'python -m course_tools.ablation "{title}"')
+    return Results(ablation.ABLATION_PATH, "rows",
+                   'python -m course_tools.recompute ablation "{title}"')
 
 
 def seed_zero_job(run: Rung) -> Job:
@@ -75,15 +78,13 @@ def seed_zero_job(run: Rung) -> Job:
 
 
 def restamp(run: Rung, witness: Rung | None = None) -> Rung:
-    """The same numbers, with the fingerprints of the code and corpus as they are now; and a
-    run that reproduced them on another platform kept as their witness there."""
+    """The same numbers, stamped with the code, corpus and libraries as they are now and the
+    job that reproduced them; a run that reproduced them on another platform kept as their
+    witness there."""
     witnesses = dict(run.witnesses)
     if witness is not None and witness.platform != run.platform:
         witnesses[witness.platform] = ladder.numbers(witness)
-    return replace(run, stage_sha256=staleness.stage_hash(run.stage),
-                   corpus_sha256=staleness.corpus_hash(),
-                   toolkit_sha256=staleness.toolkit_hash(run.data, run.stage),
-                   witnesses=witnesses)
+    return staleness.stamped(replace(run, job=staleness.current_job(run), witnesses=witnesses))
 
 
 Baseline = Callable[[list[Rung]], list[Rung]]  # committed runs -> the same runs, computed here
@@ -113,6 +114,8 @@ def check(files: list[Results], train_all=ladder.train_all,
     # Longest first, by the committed clock, so the two workers end together.
     order = sorted(stale, key=lambda row: -stale[row].training_seconds)
     print(f"{len(order)} stale rows: rerunning seed {SEEDS[0]} of each, two at a time")
+    for results, title in order:
+        print(f"  {title}: {'; '.join(staleness.why_stale(stale[results, title]))} changed")
     fresh = dict(zip(order, train_all([seed_zero_job(stale[row]) for row in order]),
                      strict=True))
     reference = {row: ladder.on_platform(run, here) for row, run in stale.items()}
@@ -168,8 +171,9 @@ def baseline_at(commit: str) -> Baseline:
             git("worktree", "add", "--detach", str(tree), commit)
             try:
                 for run in runs:
-                    stamped = _fingerprints_in(tree, run)
-                    if stamped != (run.stage_sha256, run.toolkit_sha256):
+                    stamps = staleness.stamps(run.stage, tree / "src")
+                    if (stamps["stage_sha256"], stamps["code_sha256"]) != (run.stage_sha256,
+                                                                           run.code_sha256):
                         raise SystemExit(f"{commit} is not the code {run.title!r} was stamped "
                                          f"with: give the commit that last changed "
                                          f"assets/ladder.json or assets/ablation.json")
@@ -188,13 +192,6 @@ def baseline_at(commit: str) -> Baseline:
 
 
 RUNG_FIELDS = {field.name for field in fields(Rung)}
-
-
-def _fingerprints_in(tree: Path, run: Rung) -> tuple[str, str]:
-    """The stage's and the training code's fingerprints as they are in another checkout."""
-    src = tree / "src"
-    return (code_fingerprint([staleness.stage_file(run.stage, src)]),
-            code_fingerprint(staleness.code_files(src, run.data, run.stage)))
 
 
 def git(*args: str) -> str:

@@ -25,7 +25,6 @@ mutation, and `--unless-recorded` says so instead of spending minutes to prove i
 """
 
 import argparse
-import ast
 import hashlib
 import json
 import os
@@ -41,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from course_tools.fingerprints import code_fingerprint, file_fingerprint
+from course_tools.import_closure import closure_of_file
 from course_tools.mutations import CATALOGUE, SRC, Mutation, MutationDoesNotApply
 
 ROOT = SRC.parent
@@ -54,6 +54,7 @@ NOT_BEHAVIOUR = {"test_ladder.py", "test_stagediff.py", "test_packaging.py",
                  "test_notebooks.py", "test_mutations.py", "test_notebook_reruns.py",
                  "test_course_site.py", "test_ladder_check.py", "test_exercises.py"}
 TEST_TIMEOUT_SECONDS = 300
+TESTED = ("stages", "toolkit")  # the packages a mutation is planted in
 
 
 @dataclass(frozen=True)
@@ -79,39 +80,20 @@ def relevant_tests(mutation: Mutation, tests_dir: Path) -> list[Path]:
     # A stage is also imported by name (importlib) or by a loop over the stages.
     by_name = re.compile(rf"\b{re.escape(last)}\b|from toolkit.outline import STAGES")
     files = [path for path in tests_dir.glob("test_*.py") if path.name not in NOT_BEHAVIOUR
-             and (mutation.module in import_closure(path, src)
+             and (mutation.module in closure_of_file(path, src, within=TESTED).modules
                   or mutation.module.startswith("stages.")
                   and by_name.search(path.read_text()))]
     # The module's own tests first, then those that import it directly, then the
     # every-stage ones, so the first (and reported) kill is the most specific test.
     own = f"test_{last.split('_')[0]}.py"
     return sorted(files, key=lambda path: (path.name != own,
-                                           mutation.module not in imported_modules(path, src),
+                                           not imports_directly(path, mutation.module, src),
                                            "every" not in path.name, path.name))
 
 
-def imported_modules(path: Path, src: Path) -> set[str]:
-    """The course's modules a file imports anywhere (inside functions too), by dotted name."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
-    return {name for name in names if name.split(".")[0] in ("stages", "toolkit")
-            and (src / Path(*name.split("."))).with_suffix(".py").exists()}
-
-
-def import_closure(path: Path, src: Path) -> set[str]:
-    """Every course module a file reaches through imports, however indirectly."""
-    reached: set[str] = set()
-    waiting = imported_modules(path, src)
-    while waiting:
-        module = waiting.pop()
-        reached.add(module)
-        waiting |= imported_modules((src / Path(*module.split("."))).with_suffix(".py"),
-                                    src) - reached
-    return reached
+def imports_directly(path: Path, module: str, src: Path) -> bool:
+    """True if the file itself imports the module, not only through another module."""
+    return module in closure_of_file(path, src, follow=False, within=TESTED).modules
 
 
 def copy_tree(destination: Path) -> Path:
@@ -204,12 +186,13 @@ def line_for(outcome: Outcome) -> str:
 def code_under_test(root: Path = ROOT) -> str:
     """A fingerprint of all a mutation run reads: code, tests, corpora and test settings."""
     # The tests a mutant may run and their helpers: tests/site and tests/student never run.
-    python = sorted([*(root / "src").rglob("*.py"), *(root / "tests").glob("*.py")])
+    code = (code_fingerprint(sorted((root / "src").rglob("*.py")), root / "src")
+            + code_fingerprint(sorted((root / "tests").glob("*.py")), root))
     # The page's JavaScript model is under test too (tests/test_translator_js.py).
     data = sorted([*(root / "assets" / "data").glob("*.jsonl"),
                    *(root / "assets" / "examples").rglob("*.tsv"), *(root / "src").rglob("*.js"),
                    root / "pyproject.toml", root / "requirements.txt"])
-    both = code_fingerprint(python) + file_fingerprint(data)
+    both = code + file_fingerprint(data)
     return hashlib.sha256(both.encode()).hexdigest()
 
 

@@ -4,11 +4,15 @@ subwords and notebook 14's decoder-only model.
 
 Stage 07 trained with `recipes.PAPER` on the built-in corpus is the ablation's full row
 (`make ablation` trains it the same way) and notebook 10's model. Minutes of training are
-worth doing once: the run is kept in `build/paper-run/` under a key made of fingerprints of
-the code that trains it (stage 07, the training code, this module), of the corpus, the
-recipe, the seed, the device, the thread count, the PyTorch version and, on a CPU, how it
-rounds (`fingerprints.numeric_platform`). Change any of them and the next call trains afresh;
-so does `fresh=True`. A test proves a kept run gives the same numbers as training afresh.
+worth doing once: the run is kept in `build/paper-run/` under a key made of what decides its
+bits: the code that trains it (this module's import closure and the stage's, as the
+ladder's rows are stamped: `course_tools.staleness`), the corpus, the recipe, the data
+options, how many checkpoints it keeps, the device, the thread count, how the device rounds
+(`numeric_platform`, which names the PyTorch build) and the versions of the libraries the
+code imports. Change any of them and the next call trains afresh; so does `fresh=True`. The
+file also holds the run's vocabularies: one read back against vocabularies built otherwise
+(another `tokenizers` may merge differently at the same size) is trained afresh. A test
+proves a kept run gives the same numbers as training afresh.
 
 `make kept-runs` trains the three runs afresh and `--record` copies them into
 `assets/kept-runs/`, committed, where a fresh clone finds them under the same key (one thread,
@@ -39,13 +43,16 @@ import torch
 from torch import nn
 
 from course_tools import ablation, ladder, staleness
-from course_tools.fingerprints import code_fingerprint, numeric_platform
+from course_tools.fingerprints import code_fingerprint
+from course_tools.import_closure import closure
+from course_tools.numeric_platform import numeric_platform
 from toolkit.batching.batches import Batch, endless, loader
 from toolkit.batching.data import CourseData, load_data
 from toolkit.learning.averaging import average_state_dicts
+from toolkit.learning.checkpoints import vocab_entry
 from toolkit.learning.recipes import PAPER, RECIPES, Recipe
 from toolkit.learning.training import History, train
-from toolkit.paths import PROJECT_ROOT
+from toolkit.paths import PROJECT_ROOT, SRC
 
 RUNS = PROJECT_ROOT / "build" / "paper-run"
 RECORDED = PROJECT_ROOT / "assets" / "kept-runs"  # committed copies (make kept-runs)
@@ -107,15 +114,16 @@ def checkpoint_steps(steps: int, count: int = AVERAGED) -> set[int]:
 
 
 def key(recipe: Recipe, device: torch.device | str, stage: int = 7,
-        data_options: dict | None = None) -> str:
-    """What decides every bit of the run; a kept run is used only under the same key. On a
-    CPU that includes how it rounds: a run committed from another CPU is trained again here."""
-    code = code_fingerprint([Path(__file__), Path(ladder.__file__)])
-    rounding = numeric_platform() if torch.device(device).type == "cpu" else ""
-    parts = [staleness.toolkit_hash(data_options, stage), staleness.stage_hash(stage),
-             staleness.corpus_hash(), code, repr(sorted(asdict(recipe).items())),
-             repr(sorted((data_options or {}).items())), str(torch.device(device)),
-             str(torch.get_num_threads()), torch.__version__, rounding]
+        data_options: dict | None = None, averaged: int = AVERAGED, src: Path = SRC) -> str:
+    """What decides every bit of the run (with the code under `src`); a kept run is used only
+    under the same key. That includes how the device rounds: a run committed from another CPU
+    is trained again here."""
+    code = closure(["course_tools.paper_run", staleness.stage_module(stage)], src)
+    parts = [code_fingerprint(code.files(src), src), staleness.corpus_hash(),
+             repr(sorted(asdict(recipe).items())),
+             repr(sorted((data_options or {}).items())), f"averaged {averaged}",
+             str(torch.device(device)), str(torch.get_num_threads()),
+             numeric_platform(device), repr(staleness.library_versions(code.libraries))]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
 
@@ -132,13 +140,18 @@ def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device 
     recipe = replace(recipe, seed=seed)
     data = load_data(**(data_options or {}))
     name = f"{variant}-seed{seed}" if variant else f"seed{seed}"
-    path = runs / f"{name}-{key(recipe, device, stage, data_options)}.pt"
+    path = runs / f"{name}-{key(recipe, device, stage, data_options, averaged)}.pt"
     runs.mkdir(parents=True, exist_ok=True)
     with one_at_a_time(path.with_suffix(".lock")):
         model = ladder.build(stage, data, recipe).to(device)
+        vocabularies = {"src": vocab_entry(data.src_vocab), "tgt": vocab_entry(data.tgt_vocab)}
         for kept_path in [] if fresh else [path, recorded / path.name]:
             if kept_path.exists():  # read back
                 kept = torch.load(kept_path, map_location=device, weights_only=True)
+                if kept.get("vocabularies") != vocabularies:
+                    print(f"{kept_path.name} was trained on other vocabularies than load_data "
+                          f"builds here: training it again", file=sys.stderr)
+                    continue
                 model.load_state_dict(kept["model"])
                 checkpoints = kept["checkpoints"]
                 if recipe.steps in checkpoint_steps(recipe.steps, averaged):
@@ -155,7 +168,7 @@ def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device 
         partial = path.with_suffix(".partial")
         earlier = {step: state for step, state in batches.kept.items() if step != recipe.steps}
         torch.save({"model": model.state_dict(), "history": asdict(history),
-                    "checkpoints": earlier}, partial)
+                    "checkpoints": earlier, "vocabularies": vocabularies}, partial)
         partial.replace(path)  # atomic: a reader never sees half a file
         return PaperRun(model.eval(), history, batches.kept, recipe, data, stage=stage,
                         file=path)

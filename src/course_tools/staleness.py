@@ -1,36 +1,48 @@
-"""When a committed result goes stale: the fingerprints a run is stamped with, and now.
+"""When a committed result goes stale: what a row is stamped with, and whether it still holds.
 
-A run of the ladder or the ablation records fingerprints of its stage module, of the
-corpus files, and of the toolkit modules that train, decode and score it (`TRAINING_CODE`,
-`REAL_TEXT_CODE` for runs on other data, `APPENDIX_CODE` for appendix stages). They are
-fingerprints of behaviour
-(`course_tools.fingerprints`): a comment, a docstring or a move to another package leaves
-them as they are. `is_stale` compares a run's stamps with the code here; `make ladder-check`
+A run of the ladder or the ablation (a `ladder.Rung`) is current only while everything that
+can change its numbers is as it was when it was computed. What it is stamped with covers that
+by construction, not by a list kept by hand:
+
+- the code: the import closure (`course_tools.import_closure`) of its job, the module that
+  runs every row (`course_tools.ladder`) and the stage it trains, with every course module
+  they import, the data path, decoding and scoring included (`code_sha256`); the stage's
+  module alone too (`stage_sha256`), to say which changed;
+- the job, as data in the row (`Rung.job`): the stage, the whole recipe, load_data's options and
+  the objective, compared with the job `make ladder` or `make ablation` would run for it now;
+- the corpus, byte for byte (`corpus_sha256`);
+- the versions of the libraries that code imports (`libraries`): tokenizers decides the
+  subword vocabulary, sacreBLEU the score, datasets the order of the rows, and any of them
+  may change a number on every machine, so a new version makes a row stale. PyTorch's is the
+  exception: it belongs to the numeric platform (`Rung.platform`), since a new PyTorch, like
+  another CPU, computes the same arithmetic with other roundings; `make ladder-check
+  --base` proves such a row with the old code run here and keeps a witness.
+
+Fingerprints are of behaviour (`course_tools.fingerprints`): a comment, a docstring or a
+recorded move leaves them as they are, on every supported Python. `make ladder-check`
 (`course_tools.ladder_check`) reruns what is stale and re-stamps what computes the same.
 """
 
-from __future__ import annotations
-
+from dataclasses import replace
+from functools import cache
+from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from course_tools import ablation, ladder
 from course_tools.fingerprints import code_fingerprint, file_fingerprint
-from toolkit.outline import APPENDIX_STAGES
+from course_tools.import_closure import Closure, closure
+from course_tools.ladder import Rung
+from toolkit.learning.recipes import RECIPES
 from toolkit.outline import stage as stage_info
 from toolkit.paths import SRC
 from toolkit.text.corpus import DATA_DIR
 
-if TYPE_CHECKING:
-    from course_tools.ladder import Rung
+JOB_MODULE = "course_tools.ladder"  # ladder.train_all runs every committed row
+PLATFORM_LIBRARIES = {"torch"}  # part of the numeric platform: a witness, not a recompute
 
-# The toolkit modules whose code changes the numbers: data, training, decoding, scoring.
-TRAINING_CODE = ("tokens", "vocab", "batches", "data", "stage_api", "objectives", "training",
-                 "recipes", "decoding", "greedy", "cached_decoding", "metrics", "evaluation")
-# Runs on data other than load_data()'s default also depend on the code that reads it.
-REAL_TEXT_CODE = ("corpus", "sources", "corpus_errors", "corpus_files", "hub", "splits",
-                  "subwords", "buckets")
-# Runs of an appendix stage also depend on the objectives and decoders made for it.
-APPENDIX_CODE = ("stream_objectives", "stream_decoding")
+
+def stage_module(number: int) -> str:
+    return f"stages.{stage_info(number).module}"
 
 
 def stage_file(number: int, src: Path = SRC) -> Path:
@@ -38,35 +50,113 @@ def stage_file(number: int, src: Path = SRC) -> Path:
     return src / "stages" / f"{stage_info(number).module}.py"
 
 
-def stage_hash(number: int) -> str:
-    return code_fingerprint([stage_file(number)])
+def job_closure(number: int, src: Path = SRC) -> Closure:
+    """The course modules a row of stage `number` runs, and the libraries they import."""
+    return closure([JOB_MODULE, stage_module(number)], src)
+
+
+def stamps(number: int, src: Path = SRC) -> dict:
+    """What a row of stage `number` is stamped with, for the code under `src`."""
+    code = job_closure(number, src)
+    return {"stage_sha256": code_fingerprint([stage_file(number, src)], src),
+            "code_sha256": code_fingerprint(code.files(src), src),
+            "corpus_sha256": corpus_hash(),
+            "libraries": library_versions(code.libraries)}
 
 
 def corpus_hash() -> str:
-    return file_fingerprint(list(DATA_DIR.glob("*.jsonl")))
+    return file_fingerprint(sorted(DATA_DIR.glob("*.jsonl")))
 
 
-def toolkit_hash(data: dict | None = None, stage: int | None = None) -> str:
-    return code_fingerprint(code_files(SRC, data, stage))
+def library_versions(libraries: frozenset[str]) -> dict[str, str]:
+    """The installed version of each library imported by these top-level names, by its
+    distribution's name, PyTorch's left to the numeric platform."""
+    return {distribution: metadata.version(distribution)
+            for distribution in sorted({name for top in libraries - PLATFORM_LIBRARIES
+                                        for name in _distributions().get(top, [top])})}
 
 
-def code_files(src: Path, data: dict | None = None, stage: int | None = None) -> list[Path]:
-    """The training code under `src`, found by file name in whichever package holds it."""
-    appendix = stage is not None and stage_info(stage) in APPENDIX_STAGES
-    names = TRAINING_CODE + (REAL_TEXT_CODE if data else ()) + (APPENDIX_CODE if appendix else ())
-    found = {path.stem: path for path in (src / "toolkit").rglob("*.py") if path.stem in names}
-    if missing := sorted(set(names) - set(found)):
-        raise FileNotFoundError(f"no module named {', '.join(missing)} under {src / 'toolkit'}")
-    return [found[name] for name in names]
+@cache
+def _distributions() -> dict[str, list[str]]:
+    return metadata.packages_distributions()
 
 
-def is_stale(entry: Rung) -> bool:
-    """True if its stage module, the corpus or the training code changed since it was run."""
-    return (entry.stage_sha256, entry.corpus_sha256, entry.toolkit_sha256) != (
-        stage_hash(entry.stage), corpus_hash(), toolkit_hash(entry.data, entry.stage))
+def stamped(run: Rung) -> Rung:
+    """The run with the stamps of the code, corpus and libraries here now."""
+    return replace(run, **stamps(run.stage))
+
+
+def current_job(run: Rung) -> dict:
+    """The job `make ladder` or `make ablation` would run now for this row and seed."""
+    if run.title in ablation.every_row():
+        number, recipe, _, *rest = next(job for job in ablation.jobs([run.title])
+                                        if job[1].seed == run.seed)
+        return ladder.job_record(number, recipe, *rest)
+    return ladder.job_record(run.stage, replace(RECIPES[run.stage], seed=run.seed))
+
+
+def why_stale(run: Rung) -> list[str]:
+    """What changed since the row was computed: nothing if it is current."""
+    now = stamps(run.stage)
+    reasons = [what for what, stamp in (("its stage module", "stage_sha256"),
+                                        ("the code its job imports", "code_sha256"),
+                                        ("the corpus", "corpus_sha256"))
+               if getattr(run, stamp) != now[stamp]]
+    if run.libraries != now["libraries"]:
+        changed = sorted(set(run.libraries.items()) ^ set(now["libraries"].items()))
+        reasons.append(f"libraries ({', '.join(f'{name} {v}' for name, v in changed)})")
+    if run.job != current_job(run):
+        reasons.append("its job (stage, recipe, data options or objective)")
+    return reasons
+
+
+def is_stale(run: Rung) -> bool:
+    """True if anything that computes the row's numbers changed since it was computed."""
+    return bool(why_stale(run))
 
 
 def stale_stages(runs: dict[int, Rung] | list[Rung]) -> list[int]:
-    """Stages whose module, corpus or training code changed since their rung was computed."""
+    """Stages whose rung is stale."""
     runs = runs.values() if isinstance(runs, dict) else runs
     return sorted({entry.stage for entry in runs if is_stale(entry)})
+
+
+def reproduces(live: Rung, committed: Rung) -> str:
+    """Say whether a notebook's run gave its committed rung, bit for bit where the rung keeps
+    its unrounded figures (else every figure as rounded in the file), and if not, why it may
+    not have."""
+    here = ladder.on_platform(committed, live.platform)
+    differ = [name for name, _, _ in ladder.differences(live, here or committed)]
+    if differ and here is None:
+        return (f"this run differs from the committed seed-{committed.seed} rung in "
+                f"{', '.join(differ)}, computed on another numeric platform (committed: "
+                f"{committed.platform or 'not recorded'}; here: {live.platform}): there the same "
+                f"code rounds differently, and the difference grows over training")
+    if is_stale(committed):
+        if differ:
+            return (f"this run differs from the committed seed-{committed.seed} rung in "
+                    f"{', '.join(differ)}, and {'; '.join(why_stale(committed))} changed since "
+                    f"that rung was computed: run `make ladder-check` to see which numbers moved")
+        return (f"this run reproduces the committed seed-{committed.seed} rung "
+                f"{precision(committed)}, but the code changed since it was computed: "
+                f"`make ladder-check` proves the other rungs and re-stamps them")
+    if not differ and here is not committed:
+        return (f"this run reproduces the seed-{committed.seed} rung as this machine's numeric "
+                f"platform computes it ({live.platform}), {precision(committed)}: the "
+                f"witness `make ladder-check` proved on this platform. The committed rows "
+                f"were computed on another platform "
+                f"({committed.platform or 'not recorded'}), where the same code and seed give "
+                f"other digits")
+    if not differ:
+        return (f"this run reproduces the committed seed-{committed.seed} rung "
+                f"{precision(committed)}")
+    return (f"this run differs from the committed seed-{committed.seed} rung in "
+            f"{', '.join(differ)}: expected on another device or thread count "
+            f"(the committed runs used one CPU thread)")
+
+
+def precision(committed: Rung) -> str:
+    """How closely a reproduction is compared with a committed row."""
+    if committed.exact:
+        return "bit for bit (every figure unrounded, the loss history and the trained weights)"
+    return "to its committed precision (every figure, as rounded in the file)"

@@ -1,0 +1,155 @@
+"""The gate covers by construction what computes each committed number: each edit below,
+planted in a copy of the code (or of a recipe), makes it fire; comments and docstrings never do.
+
+Each edit is one a review planted in the gate it replaced, which let all of them through: an
+ablation row's recipe, the decoder-only rows' recipe, the ladder's own model building and
+validation, the data path behind every row and every kept run."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, replace
+
+import pytest
+
+from course_tools import ablation, ladder, paper_run, staleness
+from course_tools.import_closure import closure
+from toolkit.paths import SRC
+
+# (file under src/, text there, what it becomes): edits that change what a row computes.
+CODE_EDITS = {
+    "ladder.build's embedding init doubled": (
+        "course_tools/ladder.py", "std=recipe.embedding_std)", "std=2 * recipe.embedding_std)"),
+    "ladder.climb validating on 10 pairs": (
+        "course_tools/ladder.py", "loader(data.validation,", "loader(data.validation[:10],"),
+    "prepare_splits training on 1,000 pairs": (
+        "toolkit/text/splits.py", "    splits = datasets.DatasetDict(splits)\n",
+        "    splits = datasets.DatasetDict(splits)\n    max_train_pairs = 1_000\n"),
+}
+# Edits that change no behaviour: a comment, a docstring, a blank line.
+HARMLESS_EDITS = {
+    "a comment": ("toolkit/learning/training.py", "\nimport ", "\n# a new comment\nimport "),
+    "a docstring": ("course_tools/ladder.py", '"""Train one stage', '"""Train and score a stage'),
+    "a blank line": ("toolkit/text/splits.py", "\ndef prepare_splits", "\n\n\ndef prepare_splits"),
+}
+
+
+def planted(tmp_path, edit: tuple[str, str, str]):
+    """A copy of src/ with one edit made, and the edit checked to apply."""
+    copy = tmp_path / "src"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    path, old, new = edit
+    text = (copy / path).read_text()
+    assert text.count(old) >= 1, f"{old!r} is no longer in {path}: update the planted edit"
+    (copy / path).write_text(text.replace(old, new, 1))
+    return copy
+
+
+@pytest.mark.parametrize("name", CODE_EDITS)
+def test_an_edit_to_what_a_row_runs_makes_every_row_stale(tmp_path, name):
+    copy = planted(tmp_path, CODE_EDITS[name])
+    for number in (1, 7, 8):
+        assert staleness.stamps(number, copy)["code_sha256"] != \
+            staleness.stamps(number)["code_sha256"], f"stage {number:02d} misses {name}"
+
+
+def test_an_edit_to_the_data_path_trains_the_kept_runs_again(tmp_path):
+    copy = planted(tmp_path, CODE_EDITS["prepare_splits training on 1,000 pairs"])
+    assert paper_run.key(paper_run.PAPER, "cpu", src=copy) != paper_run.key(paper_run.PAPER, "cpu")
+
+
+@pytest.mark.parametrize("name", HARMLESS_EDITS)
+def test_comments_docstrings_and_layout_make_nothing_stale(tmp_path, name):
+    copy = planted(tmp_path, HARMLESS_EDITS[name])
+    assert staleness.stamps(7, copy) == staleness.stamps(7)
+    assert paper_run.key(paper_run.PAPER, "cpu", src=copy) == paper_run.key(paper_run.PAPER, "cpu")
+
+
+def committed(title: str) -> ladder.Rung:
+    return next(run for run in ablation.load_ablation()[title] if run.seed == 0)
+
+
+def test_a_changed_ablation_recipe_makes_its_row_stale_and_no_other(monkeypatch):
+    smoothing = "without label smoothing"
+    other = "without dropout"
+    before = staleness.why_stale(committed(other))
+    monkeypatch.setitem(ablation.VARIANTS, smoothing,
+                        replace(ablation.VARIANTS[smoothing], label_smoothing=0.05))
+    assert "its job (stage, recipe, data options or objective)" in \
+        staleness.why_stale(committed(smoothing))
+    assert staleness.why_stale(committed(other)) == before
+
+
+def test_a_changed_decoder_only_recipe_makes_both_its_rows_stale(monkeypatch):
+    smaller = replace(ablation.DECODER_ONLY_RECIPE, model={
+        **ablation.DECODER_ONLY_RECIPE.model, "num_heads": 4, "num_layers": 2})
+    for title, (stage, _, options, objective) in list(ablation.APPENDIX_VARIANTS.items()):
+        monkeypatch.setitem(ablation.APPENDIX_VARIANTS, title, (stage, smaller, options, objective))
+    for title in ablation.APPENDIX_VARIANTS:
+        assert staleness.current_job(committed(title)) != committed(title).job
+        assert staleness.is_stale(committed(title))
+
+
+def test_a_new_library_version_makes_the_rows_stale(monkeypatch):
+    run = ladder.load_ladder()[7]
+    monkeypatch.setattr(staleness.metadata, "version",
+                        lambda name: "99.0" if name == "tokenizers" else VERSIONS[name])
+    reasons = staleness.why_stale(run)
+    assert any(reason.startswith("libraries (") and "tokenizers 99.0" in reason
+               for reason in reasons)
+
+
+VERSIONS = {}  # filled below with the real versions, before any test patches them
+
+
+def setup_module():
+    VERSIONS.update(staleness.library_versions(staleness.job_closure(7).libraries))
+
+
+def test_pytorch_is_the_numeric_platform_not_a_stamp():
+    """A new PyTorch rounds otherwise, like another CPU: proven by a witness, not a recompute."""
+    assert "torch" in staleness.job_closure(7).libraries
+    assert "torch" not in staleness.stamps(7)["libraries"]
+    assert {"tokenizers", "sacrebleu", "datasets"} <= set(staleness.stamps(7)["libraries"])
+
+
+def test_the_job_closure_holds_the_data_path_and_leaves_the_gate_out():
+    modules = staleness.job_closure(8).modules
+    assert {"course_tools.ladder", "stages.stage08_decoder_only", "toolkit.batching.data",
+            "toolkit.text.splits", "toolkit.text.subwords", "toolkit.text.vocab",
+            "toolkit.learning.training", "toolkit.learning.stream_objectives",
+            "toolkit.search.stream_decoding", "toolkit.scoring.metrics"} <= modules
+    # the gate judges the numbers but computes none of them: editing it stales nothing
+    assert not {"course_tools.staleness", "course_tools.fingerprints",
+                "course_tools.import_closure", "course_tools.ablation"} & modules
+
+
+@pytest.mark.slow
+def test_every_course_module_a_job_loads_is_in_its_closure():
+    """Run a short job of each kind (words, subwords, stage 08 on the whole stream) and see
+    which of the course's modules Python really loaded: the closure must hold them all."""
+    script = """
+import json, sys
+from course_tools import ladder
+from toolkit.batching.data import load_data
+from toolkit.learning.recipes import Recipe
+for stage, recipe, options, objective in json.loads(sys.argv[1]):
+    ladder.climb(stage, load_data(**options), recipe=Recipe(**recipe), data_options=options,
+                 objective=objective)
+print(" ".join(m for m in sys.modules if m.split(".")[0] in ("stages", "toolkit", "course_tools")))
+"""
+    short = {"steps": 2, "batch_size": 4}
+    jobs = [(7, replace(ladder.RECIPES[7], **short), {}, None),
+            (7, replace(ladder.RECIPES[7], **short), ablation.SUBWORD_DATA, None),
+            (8, replace(ablation.DECODER_ONLY_RECIPE, **short), ablation.DECODER_ONLY_DATA,
+             "whole_stream")]
+    as_json = json.dumps([(stage, asdict(recipe), options, objective)
+                          for stage, recipe, options, objective in jobs])
+    done = subprocess.run([sys.executable, "-c", script, as_json], capture_output=True, text=True,
+                          check=True, env={**os.environ, "OMP_NUM_THREADS": "1",
+                                           "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"})
+    loaded = set(done.stdout.split())
+    assert loaded - closure(["course_tools.ladder", "stages.stage07_multi_head",
+                             "stages.stage08_decoder_only"], SRC).modules == set()
