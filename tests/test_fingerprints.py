@@ -1,8 +1,12 @@
 """A committed number goes stale on a change of behaviour, never on a comment."""
 
 import ast
+import glob
 import hashlib
+import json
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -120,6 +124,14 @@ def test_a_move_recorded_in_moved_keeps_the_fingerprint(tmp_path, monkeypatch):
     assert code_fingerprint(after, tmp_path / "after") == stamped
 
 
+def test_a_move_onto_a_module_that_exists_again_is_refused(tmp_path, monkeypatch):
+    """Else one of the two files would silently drop out of the fingerprint."""
+    files = package(tmp_path, {"lib.old.vocab": CODE, "lib.text.vocab": CODE})
+    monkeypatch.setattr(fingerprints, "MOVED", {"lib.text": "lib.old"})
+    with pytest.raises(ValueError, match="drop that line of MOVED"):
+        code_fingerprint(files, tmp_path)
+
+
 def test_files_are_found_by_path_so_two_of_one_name_both_count(tmp_path):
     """Two `data.py` in two packages are two modules: an edit to either is seen."""
     files = package(tmp_path, {"lib.batching.data": CODE, "lib.text.data": CODE})
@@ -144,14 +156,30 @@ def test_every_python_writes_the_same_canonical_form(monkeypatch):
     assert fingerprints.canonical(tree) == plain
 
 
+# What interpreters have parsed differently: f-strings (3.12 rewrote their parser; 3.12.1 adds
+# an empty text part to a nested format spec), `match`, the walrus, type annotations.
+NEWER_SYNTAX = '''
+def table(rows: list[dict], width: int = 8) -> str:
+    if (n := len(rows)) == 0:
+        return f"{'':{width}}|"
+    match rows[0]:
+        case {"name": str(name), **rest}:
+            return f"{name!r:<{width}} {n:>{width}.{2}f} {rest}"
+        case _:
+            return f"{n=}"
+'''
+
+
 def test_the_fingerprint_of_known_code_is_the_same_on_every_python():
-    """Computed once on Python 3.11; CI computes it again on 3.13 (.ci/run). Any interpreter
-    whose canonical form differs fails here, before any committed row reads as stale."""
-    digest = hashlib.sha256(behaviour(IMPORTING + CODE, "toolkit.text.a").encode()).hexdigest()
+    """Computed on Pythons 3.11.7, 3.12.1 and 3.13.0 (every file of src/ and tests/ too);
+    CI computes it again on Debian 13's 3.13 (.ci/python3.13). An interpreter whose canonical
+    form differs fails here, before any committed row reads as stale."""
+    source = IMPORTING + CODE + NEWER_SYNTAX
+    digest = hashlib.sha256(behaviour(source, "toolkit.text.a").encode()).hexdigest()
     assert digest == KNOWN_DIGEST, f"the canonical form changed on Python {sys.version}"
 
 
-KNOWN_DIGEST = "79f49d87244fa202804d675b34cc202401c343acd93b57bd46db7f75136be944"
+KNOWN_DIGEST = "7ddcefd364082cb40e3ca1874003773afa66cef357e5bdca379b0884a7e48a75"
 
 
 def test_a_function_of_only_a_docstring_still_parses_as_one_that_does_nothing():
@@ -186,3 +214,27 @@ def test_another_vector_unit_is_another_numeric_platform():
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True, env={**os.environ, "ATEN_CPU_CAPABILITY": "default"}).stdout
     assert "DEFAULT" in plain and plain != here
+
+
+# Other interpreters on this machine, if any (pyenv's on the course machines): the canonical
+# form needs only the standard library, so each can write it for every file here.
+OTHER_PYTHONS = sorted({path for pattern in ("/root/.pyenv/versions/3.1[123].*/bin/python",
+                                             "/usr/bin/python3.1[123]")
+                        for path in glob.glob(pattern)})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not OTHER_PYTHONS, reason="no other Python 3.11-3.13 on this machine")
+def test_every_file_has_the_same_canonical_form_on_every_python_here():
+    root = Path(__file__).resolve().parents[1]
+    script = ("import json, sys; from pathlib import Path; "
+              "from course_tools.fingerprints import behaviour, module_name; "
+              "print(json.dumps({str(p): behaviour(p.read_text('utf-8'), "
+              "module_name(p, Path('src'))) for p in sorted(Path('src').rglob('*.py'))}))")
+    written = {python: json.loads(subprocess.run(
+        [python, "-c", script], cwd=root, env={"PYTHONPATH": str(root / "src")},
+        capture_output=True, text=True, check=True).stdout) for python in OTHER_PYTHONS}
+    here = json.loads(subprocess.run([sys.executable, "-c", script], cwd=root,
+                                     capture_output=True, text=True, check=True).stdout)
+    for python, forms in written.items():
+        assert [name for name in here if forms.get(name) != here[name]] == [], python

@@ -36,9 +36,14 @@ def test_imports_are_followed_wherever_they_stand_and_however_they_are_written(t
             "    import torch\n"  # inside a function: runs when it is called
             "    from toolkit.learning.late import step\n"),
         "toolkit/learning/late.py": "step = 1\n",
+        "toolkit/search/__init__.py": LAZY_INIT.replace('"vocab": ["Vocab"], ', ""),
+        "toolkit/search/other.py": "",
+        "toolkit/search/caller.py": "import toolkit.search\nX = toolkit.search.X\n",
     })
     found = closure(["toolkit.learning.loop"], tmp_path)
     assert found.modules == {"toolkit", "toolkit.paths", "toolkit.text", "toolkit.text.vocab",
                              "toolkit.text.tokens", "toolkit.learning", "toolkit.learning.loop",
                              "toolkit.learning.late"}
     assert found.libraries == {"regex", "torch"}  # json and typing are the standard library
+    # `import package` may read any name the package exports lazily, so all their modules count
+    assert closure(["toolkit.search.caller"], tmp_path).modules >= {"toolkit.search.other"}

@@ -13,6 +13,7 @@ import sys
 from dataclasses import asdict, replace
 
 import pytest
+import torch
 
 from course_tools import ablation, ladder, paper_run, staleness
 from course_tools.import_closure import closure
@@ -68,32 +69,41 @@ def test_comments_docstrings_and_layout_make_nothing_stale(tmp_path, name):
 
 
 def committed(title: str) -> ladder.Rung:
-    return next(run for run in ablation.load_ablation()[title] if run.seed == 0)
+    """A committed row as the gate would stamp it now: current, whatever the file holds, so
+    that only the planted edit can make it stale."""
+    run = next(run for run in ablation.load_ablation()[title] if run.seed == 0)
+    return fresh(run)
+
+
+def fresh(run: ladder.Rung) -> ladder.Rung:
+    here = f"torch {torch.__version__}, here"
+    current = staleness.stamped(replace(run, job=staleness.current_job(run), platform=here))
+    assert not staleness.is_stale(current)
+    return current
 
 
 def test_a_changed_ablation_recipe_makes_its_row_stale_and_no_other(monkeypatch):
-    smoothing = "without label smoothing"
-    other = "without dropout"
-    before = staleness.why_stale(committed(other))
+    smoothing, other = "without label smoothing", "without dropout"
+    rows = {title: committed(title) for title in (smoothing, other)}
     monkeypatch.setitem(ablation.VARIANTS, smoothing,
                         replace(ablation.VARIANTS[smoothing], label_smoothing=0.05))
-    assert "its job (stage, recipe, data options or objective)" in \
-        staleness.why_stale(committed(smoothing))
-    assert staleness.why_stale(committed(other)) == before
+    assert staleness.why_stale(rows[smoothing]) == [
+        "its job (stage, recipe, data options or objective)"]
+    assert staleness.why_stale(rows[other]) == []
 
 
 def test_a_changed_decoder_only_recipe_makes_both_its_rows_stale(monkeypatch):
+    rows = {title: committed(title) for title in ablation.APPENDIX_VARIANTS}
     smaller = replace(ablation.DECODER_ONLY_RECIPE, model={
         **ablation.DECODER_ONLY_RECIPE.model, "num_heads": 4, "num_layers": 2})
     for title, (stage, _, options, objective) in list(ablation.APPENDIX_VARIANTS.items()):
         monkeypatch.setitem(ablation.APPENDIX_VARIANTS, title, (stage, smaller, options, objective))
-    for title in ablation.APPENDIX_VARIANTS:
-        assert staleness.current_job(committed(title)) != committed(title).job
-        assert staleness.is_stale(committed(title))
+    for row in rows.values():
+        assert staleness.why_stale(row) == ["its job (stage, recipe, data options or objective)"]
 
 
 def test_a_new_library_version_makes_the_rows_stale(monkeypatch):
-    run = ladder.load_ladder()[7]
+    run = fresh(ladder.load_ladder()[7])
     monkeypatch.setattr(staleness.metadata, "version",
                         lambda name: "99.0" if name == "tokenizers" else VERSIONS[name])
     reasons = staleness.why_stale(run)
@@ -106,6 +116,35 @@ VERSIONS = {}  # filled below with the real versions, before any test patches th
 
 def setup_module():
     VERSIONS.update(staleness.library_versions(staleness.job_closure(7).libraries))
+
+
+def test_a_pytorch_release_nobody_proved_the_row_with_makes_it_stale(monkeypatch):
+    """Not a stamp: the CPU and CUDA builds of one release are one release, and a row is
+    current under any release it was computed or witnessed with."""
+    run = replace(fresh(ladder.load_ladder()[7]), platform="torch 2.13.0+cpu, AVX2, 0ab")
+    for version, stale in (("2.13.0+cpu", False), ("2.13.0", False), ("2.13.0+cu130", False),
+                           ("2.14.0", True)):
+        monkeypatch.setattr(staleness.torch, "__version__", version)
+        assert staleness.is_stale(run) is stale, version
+    witnessed = replace(run, witnesses={"torch 2.14.0+cpu, AVX512, 1cd": {}})
+    assert not staleness.is_stale(witnessed)
+
+
+def test_rows_are_refused_when_their_code_changed_while_they_trained(tmp_path, monkeypatch):
+    """Stamped after training, a row would carry an edit made meanwhile that never ran."""
+    def edit_while_training():
+        monkeypatch.setattr(staleness, "corpus_hash", lambda: "edited")
+        return []
+
+    with pytest.raises(SystemExit, match=r"changed while their rows trained"):
+        staleness.unchanged_while([7], edit_while_training)
+    monkeypatch.undo()
+    assert staleness.unchanged_while([7], lambda: ["runs"]) == ["runs"]
+
+
+def test_a_row_whose_seed_is_no_longer_run_is_stale_not_a_crash():
+    run = replace(committed(ablation.FULL), seed=99)
+    assert staleness.current_job(run) == {} and staleness.is_stale(run)
 
 
 def test_pytorch_is_the_numeric_platform_not_a_stamp():

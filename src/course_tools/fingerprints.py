@@ -36,6 +36,11 @@ def code_fingerprint(paths: list[Path], root: Path) -> str:
     """A sha256 of the files' syntax trees, docstrings left out, each under its module's name
     below `root` (`src/toolkit/text/vocab.py` under `src` is `toolkit.text.vocab`)."""
     modules = {as_stamped(module_name(path, root)): path for path in paths}
+    if len(modules) < len(set(paths)):  # a recorded move onto a module that exists again
+        names = sorted(module_name(path, root) for path in paths)
+        raise ValueError(f"two of these modules are hashed under one name ({MOVED}): "
+                         f"{names}; a module now stands where a moved one stood: drop that "
+                         f"line of MOVED")
     digest = hashlib.sha256()
     for module in sorted(modules):
         path = modules[module]
@@ -107,16 +112,25 @@ def _behaviour(source: str, module: str, moved: tuple[tuple[str, str], ...]) -> 
 
 def canonical(node: object) -> str:
     """A syntax tree as text: each node's type and its non-empty fields, by field name. Fields
-    an interpreter adds empty (or leaves out when empty) never show; positions are attributes,
-    not fields, and never show either."""
+    an interpreter adds empty (or leaves out when empty) never show, nor does an f-string's
+    empty text; positions are attributes, not fields, and never show either."""
     if isinstance(node, ast.AST):
-        fields = sorted(((name, value) for name in node._fields
+        fields = sorted(((name, _without_empty_text(node, name, value)) for name in node._fields
                          if (value := getattr(node, name, None)) is not None and value != []),
                         key=lambda field: field[0])
         return f"{type(node).__name__}({', '.join(f'{n}={canonical(v)}' for n, v in fields)})"
     if isinstance(node, list):
         return f"[{', '.join(canonical(item) for item in node)}]"
     return repr(node)
+
+
+def _without_empty_text(node: ast.AST, name: str, value: object) -> object:
+    """An f-string's parts without empty text: 3.12.1 writes `f"{x:<{w}}"`'s format spec with
+    a trailing `Constant('')` that 3.11 and 3.13 leave out, and an empty part prints nothing."""
+    if isinstance(node, ast.JoinedStr) and name == "values":
+        return [part for part in value
+                if not (isinstance(part, ast.Constant) and part.value == "")]
+    return value
 
 
 def _imports_sorted(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -95,10 +95,12 @@ def _imports(source: str, importer: str, src: Path,
 
 def _imported_names(source: str, importer: str, src: Path) -> Iterator[str]:
     """Each module a file's imports name: `from a import b` names `a`, and `a.b` where that
-    is a module or a name `a` exports lazily from one."""
+    is a module or a name `a` exports lazily from one; `import a` names every module `a`
+    exports from lazily, since any of them may be read as `a.name`."""
     for module, level, names in _import_statements(source):
-        if names is None:  # import a.b.c
+        if names is None:  # import a.b.c: any name a.b.c exports lazily may be read from it
             yield module
+            yield from (f"{module}.{home}" for home in set(lazy_exports(module, src).values()))
             continue
         base = resolve(module, level, importer)
         yield base

@@ -16,15 +16,18 @@ for bit: each figure unrounded, and sha256s of the loss history and of the train
 
 Seed 0 stands for the others: a change that moves seed 1 or 2 but keeps every number of
 seed 0 would have to branch on the seed. The notebooks check the same seed-0 runs
-(`ladder.reproduces`), so a stage notebook that reproduces its rung has proven that rung.
+(`staleness.reproduces`), so a stage notebook that reproduces its rung has proven that rung.
 
-Bits repeat only on one numeric platform: the same code and seed train to other numbers on
-a CPU with other vector instructions (`fingerprints.numeric_platform`). A stale row computed
-on another platform is therefore also rerun with the code that computed it (the commit that
-last wrote the committed files, checked out beside this one), here, and the current code
-must match that: twice the runs, and the same proof. A row proven so keeps its seed 0's
-numbers on this platform as a witness (`Rung.witnesses`): the next check here compares with
-them without the old code, and so do the notebooks' own checks.
+Bits repeat only on one numeric platform: the same code and seed train to other numbers on a
+CPU with other vector instructions, or with another PyTorch (`numeric_platform`). A stale
+row computed on another platform is therefore also rerun with the code that computed it (the
+commit that last wrote the committed files, checked out beside this one), here, and the
+current code must match that: twice the runs, and the same proof. A row proven so keeps its
+seed 0's numbers on this platform as a witness (`Rung.witnesses`): the next check here
+compares with them without the old code, and so do the notebooks' own checks. A proof on
+one platform stands for the others as seed 0 stands for the other seeds: the committed
+numbers and the other platforms' witnesses are kept, since a change that keeps every bit here
+but moves them on another CPU would have to branch on the CPU.
 
     python -m course_tools.ladder_check                # every stale row; exit 1 if a number moved
     python -m course_tools.ladder_check --base COMMIT  # the code that computed the committed rows
@@ -95,7 +98,7 @@ def check(files: list[Results], train_all=ladder.train_all,
     """Rerun seed 0 of every stale row of these files; re-stamp the rows that computed the
     same numbers and return one line for each number that moved.
 
-    A row computed on another numeric platform (`fingerprints.numeric_platform`) cannot be
+    A row computed on another numeric platform (`numeric_platform`) cannot be
     compared bit for bit with a run here: `baseline` then reruns it with the code that
     computed it, here, and that is what the current code must match."""
     runs = {results: results.load() for results in files}
@@ -116,13 +119,19 @@ def check(files: list[Results], train_all=ladder.train_all,
     print(f"{len(order)} stale rows: rerunning seed {SEEDS[0]} of each, two at a time")
     for results, title in order:
         print(f"  {title}: {'; '.join(staleness.why_stale(stale[results, title]))} changed")
-    fresh = dict(zip(order, train_all([seed_zero_job(stale[row]) for row in order]),
-                     strict=True))
     reference = {row: ladder.on_platform(run, here) for row, run in stale.items()}
-    if foreign:
-        print(f"{len(foreign)} of them were computed on another numeric platform: rerunning "
-              f"them with the code that computed them, here")
-        reference.update(zip(foreign, baseline([stale[row] for row in foreign]), strict=True))
+
+    def rerun() -> list[Rung]:
+        done = train_all([seed_zero_job(stale[row]) for row in order])
+        if foreign:
+            print(f"{len(foreign)} of them were computed on another numeric platform: rerunning "
+                  f"them with the code that computed them, here")
+            reference.update(zip(foreign, baseline([stale[row] for row in foreign]),
+                                 strict=True))
+        return done
+
+    fresh = dict(zip(order, staleness.unchanged_while([run.stage for run in stale.values()],
+                                                      rerun), strict=True))
     moved: list[str] = []
     for (results, title), live in fresh.items():
         changes = ladder.differences(live, reference[results, title])

@@ -36,7 +36,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import KW_ONLY, asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -69,6 +69,7 @@ class PaperRun:
     checkpoints: dict[int, State]  # step -> weights after that step
     recipe: Recipe
     data: CourseData
+    _: KW_ONLY  # the rest by name: three of them say where the run is, and read alike
     loaded_from: Path | None = None  # where it was read from, if it was not trained now
     stage: int = 7
     file: Path | None = None  # where it is kept
@@ -115,9 +116,9 @@ def checkpoint_steps(steps: int, count: int = AVERAGED) -> set[int]:
 
 def key(recipe: Recipe, device: torch.device | str, stage: int = 7,
         data_options: dict | None = None, averaged: int = AVERAGED, src: Path = SRC) -> str:
-    """What decides every bit of the run (with the code under `src`); a kept run is used only
-    under the same key. That includes how the device rounds: a run committed from another CPU
-    is trained again here."""
+    """What decides every bit of the run (with the code under `src`, on this checkout's
+    corpus); a kept run is used only under the same key. That includes how the device rounds:
+    a run committed from another CPU is trained again here."""
     code = closure(["course_tools.paper_run", staleness.stage_module(stage)], src)
     parts = [code_fingerprint(code.files(src), src), staleness.corpus_hash(),
              repr(sorted(asdict(recipe).items())),
@@ -157,7 +158,7 @@ def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device 
                 if recipe.steps in checkpoint_steps(recipe.steps, averaged):
                     checkpoints[recipe.steps] = kept["model"]  # kept once, as the model
                 return PaperRun(model.eval(), History(**kept["history"]), checkpoints,
-                                recipe, data, kept_path, stage, kept_path)
+                                recipe, data, loaded_from=kept_path, stage=stage, file=kept_path)
         batches = Checkpointing(endless(loader(data.train, recipe.batch_size,
                                                seed=recipe.seed)),
                                 model, checkpoint_steps(recipe.steps, averaged))

@@ -18,8 +18,10 @@ from toolkit.outline import STAGES
 
 
 def trained(jobs: list[ladder.Job]) -> list[Rung]:
-    """The jobs' runs, two at a time, each stamped with the code, corpus and libraries here."""
-    return [staleness.stamped(run) for run in ladder.train_all(jobs)]
+    """The jobs' runs, two at a time, each stamped with the code, corpus and libraries they
+    ran with (refused if those changed while they trained)."""
+    runs = staleness.unchanged_while([job[0] for job in jobs], lambda: ladder.train_all(jobs))
+    return [staleness.stamped(run) for run in runs]
 
 
 def recompute_ladder(numbers: list[int]) -> None:

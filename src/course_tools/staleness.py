@@ -13,20 +13,25 @@ by construction, not by a list kept by hand:
 - the corpus, byte for byte (`corpus_sha256`);
 - the versions of the libraries that code imports (`libraries`): tokenizers decides the
   subword vocabulary, sacreBLEU the score, datasets the order of the rows, and any of them
-  may change a number on every machine, so a new version makes a row stale. PyTorch's is the
-  exception: it belongs to the numeric platform (`Rung.platform`), since a new PyTorch, like
-  another CPU, computes the same arithmetic with other roundings; `make ladder-check
-  --base` proves such a row with the old code run here and keeps a witness.
+  may change a number on every machine, so a new version makes a row stale. PyTorch is the
+  exception: its release is part of the numeric platform (`Rung.platform`), since a new
+  PyTorch, like another CPU, computes the same arithmetic with other roundings. A row is
+  stale under a release of PyTorch it was neither computed nor witnessed with, and
+  `make ladder-check` proves it there as on another CPU: the old code run here is the
+  reference, and the row keeps this platform's numbers as a witness.
 
 Fingerprints are of behaviour (`course_tools.fingerprints`): a comment, a docstring or a
 recorded move leaves them as they are, on every supported Python. `make ladder-check`
 (`course_tools.ladder_check`) reruns what is stale and re-stamps what computes the same.
 """
 
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+
+import torch
 
 from course_tools import ablation, ladder
 from course_tools.fingerprints import code_fingerprint, file_fingerprint
@@ -87,12 +92,21 @@ def stamped(run: Rung) -> Rung:
 
 
 def current_job(run: Rung) -> dict:
-    """The job `make ladder` or `make ablation` would run now for this row and seed."""
+    """The job `make ladder` or `make ablation` would run now for this row and seed (none, for
+    a row or seed they no longer run)."""
     if run.title in ablation.every_row():
-        number, recipe, _, *rest = next(job for job in ablation.jobs([run.title])
-                                        if job[1].seed == run.seed)
-        return ladder.job_record(number, recipe, *rest)
+        number, recipe, _, *rest = next((job for job in ablation.jobs([run.title])
+                                         if job[1].seed == run.seed), (None, None, None))
+        return ladder.job_record(number, recipe, *rest) if recipe else {}
+    if run.stage not in RECIPES:
+        return {}
     return ladder.job_record(run.stage, replace(RECIPES[run.stage], seed=run.seed))
+
+
+def torch_release(platform: str) -> str:
+    """The PyTorch release a numeric platform names ("torch 2.13.0+cpu, ..." -> "2.13.0"),
+    the build's local label left out: the CPU and CUDA builds of one release are one release."""
+    return platform.split(",")[0].removeprefix("torch ").split("+")[0]
 
 
 def why_stale(run: Rung) -> list[str]:
@@ -107,7 +121,23 @@ def why_stale(run: Rung) -> list[str]:
         reasons.append(f"libraries ({', '.join(f'{name} {v}' for name, v in changed)})")
     if run.job != current_job(run):
         reasons.append("its job (stage, recipe, data options or objective)")
+    # Seeds that `make ladder-check` never reruns record no platform: their seed 0's says it.
+    proven = {torch_release(platform) for platform in (run.platform, *run.witnesses) if platform}
+    if proven and torch_release(f"torch {torch.__version__}") not in proven:
+        reasons.append(f"PyTorch (now {torch.__version__}; the row was computed or witnessed "
+                       f"with {', '.join(sorted(proven))} only)")
     return reasons
+
+
+def unchanged_while(stages: Iterable[int], work: Callable[[], list[Rung]]) -> list[Rung]:
+    """The runs `work` makes, refused if the stamps of these stages moved while they trained:
+    a row stamped after its run would otherwise carry code that never ran."""
+    before = {number: stamps(number) for number in set(stages)}
+    runs = work()
+    if moved := sorted(number for number, stamped in before.items() if stamps(number) != stamped):
+        raise SystemExit(f"the code, corpus or libraries of stages {moved} changed while their "
+                         f"rows trained: nothing was written; run it again on code left alone")
+    return runs
 
 
 def is_stale(run: Rung) -> bool:
