@@ -5,7 +5,7 @@ import dataclasses
 import torch
 
 import course_tools.ladder as ladder
-from course_tools import ablation, staleness
+from course_tools import ablation, jobs, staleness
 from toolkit.learning.recipes import BATCH_SIZE, RECIPES, SEEDS, STEPS
 
 
@@ -40,10 +40,10 @@ def test_every_rung_used_the_shared_budget():
 def test_the_whole_stream_row_trains_on_its_own_objective(monkeypatch):
     """Each seed of each decoder-only row reaches `climb` with its data and its objective."""
     seen = []
-    monkeypatch.setattr(ladder, "climb", lambda *args: seen.append(args))
-    monkeypatch.setattr(ladder, "load_data", lambda **options: options)
+    monkeypatch.setattr(jobs, "climb", lambda *args: seen.append(args))
+    monkeypatch.setattr(jobs, "load_data", lambda **options: options)
     for job in ablation.jobs([ablation.DECODER_ONLY, ablation.DECODER_ONLY_WHOLE]):
-        ladder._climb_on_one_thread(job)
+        jobs._climb_on_one_thread(job)
     assert [(args[0], args[1], args[5], args[6], args[3].seed) for args in seen] == [
         (8, {"shared_vocab": True}, {"shared_vocab": True}, objective, seed)
         for objective in (None, "whole_stream") for seed in (0, 1, 2)]
@@ -135,17 +135,17 @@ def test_the_ablation_knobs_change_the_model_they_say():
     """The embedding std and the attention scale must reach the built model, or rows lie."""
     from toolkit.batching.data import load_data
     data = load_data()
-    paper = ladder.build(7, data, ablation.PAPER)
-    small = ladder.build(7, data, ablation.VARIANTS[
+    paper = jobs.build(7, data, ablation.PAPER)
+    small = jobs.build(7, data, ablation.VARIANTS[
         "without the sqrt(d) scale (init std d^-0.5 kept, tied)"])
-    wide = ladder.build(7, data, ablation.VARIANTS["sqrt(d) scale with init std 1 (tied)"])
+    wide = jobs.build(7, data, ablation.VARIANTS["sqrt(d) scale with init std 1 (tied)"])
     assert small.embed_scale == 1.0 and paper.embed_scale == 8.0
     assert 0.1 < small.src_embed.weight.std() < 0.15 and 0.9 < wide.tgt_embed.weight.std() < 1.1
     assert wide.out_proj.weight is wide.tgt_embed.weight  # still tied after the re-init
-    unscaled = ladder.build(7, data, ablation.LADDER_VARIANTS[ablation.UNSCALED])
+    unscaled = jobs.build(7, data, ablation.LADDER_VARIANTS[ablation.UNSCALED])
     assert {layer.self_attn.scale for layer in unscaled.encoder_layers} == {1.0}
     assert {layer.cross_attn.scale for layer in unscaled.decoder_layers} == {1.0}
-    scaled = ladder.build(7, data, RECIPES[7])  # same seed, so the same weights
+    scaled = jobs.build(7, data, RECIPES[7])  # same seed, so the same weights
     src, tgt = (torch.tensor([ids]) for ids in data.train[0])
     with torch.no_grad():
         assert not torch.allclose(scaled(src, tgt), unscaled(src, tgt))

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from course_tools import ablation, ladder, ladder_check, staleness
+from course_tools import ablation, jobs, ladder, ladder_check, staleness
 from course_tools.ladder_check import Results
 from course_tools.numeric_platform import numeric_platform
 from toolkit.learning.recipes import SEEDS
@@ -31,12 +31,12 @@ def never(runs):
     raise AssertionError("the old code was rerun, though the committed runs were made here")
 
 
-def committed_seed_zero(results: Results, title: str) -> ladder.Rung:
+def committed_seed_zero(results: Results, title: str) -> jobs.Rung:
     return next(r for r in results.load() if r.title == title and r.seed == SEEDS[0])
 
 
 def replaying(files: list[Results], moved: dict[str, dict] | None = None):
-    """A stand-in for ladder.train_all: each job gives its committed seed-0 run back, with the
+    """A stand-in for jobs.train_all: each job gives its committed seed-0 run back, with the
     `moved` numbers changed, as a real rerun would after a change of behaviour."""
     moved = moved or {}
     runs = {run.title: run for results in files for run in results.load()
@@ -45,7 +45,7 @@ def replaying(files: list[Results], moved: dict[str, dict] | None = None):
 
     def replay(jobs):
         asked.extend(jobs)
-        titles = [title or ladder.stage_info(number).title for number, _, title, *_ in jobs]
+        titles = [title or jobs.stage_info(number).title for number, _, title, *_ in jobs]
         return [dataclasses.replace(runs[title], training_seconds=1.0, platform=HERE,
                                     **moved.get(title, {})) for title in titles]
 
@@ -92,7 +92,7 @@ def test_a_kept_number_re_stamps_every_seed_of_every_stale_row(files, monkeypatc
 
 def test_a_moved_number_is_named_with_both_values_and_its_row_stays_stale(files, monkeypatch):
     edit_the_training_code(monkeypatch)
-    stage_03 = ladder.stage_info(3).title
+    stage_03 = jobs.stage_info(3).title
     old = committed_seed_zero(files[0], stage_03).exact_match
     replay, _ = replaying(files, {stage_03: {"exact_match": old + 0.07},
                                      ablation.FULL: {"per_phenomenon": {}}})
@@ -111,7 +111,7 @@ def test_a_figure_that_moved_below_its_rounding_is_named(files, monkeypatch):
     """Where a row keeps its unrounded figures and the sha256s of its losses and weights,
     those are compared: a change the file's rounding would hide is still a move."""
     edit_the_training_code(monkeypatch)
-    stage_02 = ladder.stage_info(2).title
+    stage_02 = jobs.stage_info(2).title
     exact = {"train_loss": 0.123456789, "weights_sha256": "a" * 64}
     files[0].save([dataclasses.replace(run, exact=exact) if run.title == stage_02 else run
                    for run in files[0].load()])
@@ -147,7 +147,7 @@ def test_runs_made_on_another_platform_are_compared_with_the_old_code_rerun_here
     edit_the_training_code(monkeypatch)
     elsewhere = files[0]
     elsewhere.save([dataclasses.replace(run, platform="another CPU") for run in elsewhere.load()])
-    stage_05 = ladder.stage_info(5).title
+    stage_05 = jobs.stage_info(5).title
     committed = committed_seed_zero(elsewhere, stage_05)
     replay, _ = replaying(files, {stage_05: {"exact_match": 42.0}})  # what the code gives here
     reran = []

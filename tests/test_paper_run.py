@@ -7,7 +7,7 @@ import io
 import pytest
 import torch
 
-from course_tools import ladder, paper_run, staleness
+from course_tools import jobs, paper_run, staleness
 from toolkit.learning.recipes import PAPER
 from toolkit.search.decoding import translate
 
@@ -66,13 +66,13 @@ def test_a_recorded_run_is_read_back_and_other_codes_copies_go(kept, tmp_path):
 
 
 def test_it_is_the_run_make_ablation_trains(kept):
-    """The same model, batches and steps as ladder.climb, so notebook 10 reproduces the
+    """The same model, batches and steps as jobs.climb, so notebook 10 reproduces the
     ablation's full row with it."""
     _, run = kept
     data = run.data
-    model = ladder.build(7, data, SHORT)
-    history = ladder.train(model, ladder.stage_module(7).objective,
-                           ladder.endless(ladder.loader(data.train, SHORT.batch_size,
+    model = jobs.build(7, data, SHORT)
+    history = jobs.train(model, jobs.stage_module(7).objective,
+                           jobs.endless(jobs.loader(data.train, SHORT.batch_size,
                                                         seed=SHORT.seed)),
                            progress=io.StringIO(), **SHORT.training())
     assert history.losses == run.history.losses
@@ -113,7 +113,7 @@ def test_a_change_to_what_decides_the_run_trains_it_again(kept, monkeypatch):
     assert paper_run.key(SHORT, "cpu") != key
     trained = []
     monkeypatch.setattr(paper_run, "train", lambda *a, **k: trained.append(1) or
-                        ladder.train(*a, **k))
+                        jobs.train(*a, **k))
     paper_run.paper_run(0, recipe=SHORT, runs=runs)
     assert trained == [1]
 
@@ -128,7 +128,7 @@ def test_a_kept_run_on_other_vocabularies_is_trained_again(kept, monkeypatch):
     torch.save(kept_file, first.file)
     trained = []
     monkeypatch.setattr(paper_run, "train", lambda *a, **k: trained.append(1) or
-                        ladder.train(*a, **k))
+                        jobs.train(*a, **k))
     again = paper_run.paper_run(0, recipe=SHORT, runs=runs)
     assert trained == [1] and again.loaded_from is None
     assert torch.load(again.file, weights_only=True)["vocabularies"]["tgt"]["tokens"] == tokens

@@ -15,16 +15,17 @@ from dataclasses import asdict, replace
 import pytest
 import torch
 
-from course_tools import ablation, ladder, paper_run, staleness
+from course_tools import ablation, jobs, ladder, paper_run, staleness
 from course_tools.import_closure import closure
+from toolkit.learning.recipes import RECIPES
 from toolkit.paths import SRC
 
 # (file under src/, text there, what it becomes): edits that change what a row computes.
 CODE_EDITS = {
-    "ladder.build's embedding init doubled": (
-        "course_tools/ladder.py", "std=recipe.embedding_std)", "std=2 * recipe.embedding_std)"),
-    "ladder.climb validating on 10 pairs": (
-        "course_tools/ladder.py", "loader(data.validation,", "loader(data.validation[:10],"),
+    "jobs.build's embedding init doubled": (
+        "course_tools/jobs.py", "std=recipe.embedding_std)", "std=2 * recipe.embedding_std)"),
+    "jobs.climb validating on 10 pairs": (
+        "course_tools/jobs.py", "loader(data.validation,", "loader(data.validation[:10],"),
     "prepare_splits training on 1,000 pairs": (
         "toolkit/text/splits.py", "    splits = datasets.DatasetDict(splits)\n",
         "    splits = datasets.DatasetDict(splits)\n    max_train_pairs = 1_000\n"),
@@ -32,7 +33,7 @@ CODE_EDITS = {
 # Edits that change no behaviour: a comment, a docstring, a blank line.
 HARMLESS_EDITS = {
     "a comment": ("toolkit/learning/training.py", "\nimport ", "\n# a new comment\nimport "),
-    "a docstring": ("course_tools/ladder.py", '"""Train one stage', '"""Train and score a stage'),
+    "a docstring": ("course_tools/jobs.py", '"""Train one stage', '"""Train and score a stage'),
     "a blank line": ("toolkit/text/splits.py", "\ndef prepare_splits", "\n\n\ndef prepare_splits"),
 }
 
@@ -68,14 +69,14 @@ def test_comments_docstrings_and_layout_make_nothing_stale(tmp_path, name):
     assert paper_run.key(paper_run.PAPER, "cpu", src=copy) == paper_run.key(paper_run.PAPER, "cpu")
 
 
-def committed(title: str) -> ladder.Rung:
+def committed(title: str) -> jobs.Rung:
     """A committed row as the gate would stamp it now: current, whatever the file holds, so
     that only the planted edit can make it stale."""
     run = next(run for run in ablation.load_ablation()[title] if run.seed == 0)
     return fresh(run)
 
 
-def fresh(run: ladder.Rung) -> ladder.Rung:
+def fresh(run: jobs.Rung) -> jobs.Rung:
     here = f"torch {torch.__version__}, here"
     current = staleness.stamped(replace(run, job=staleness.current_job(run), platform=here))
     assert not staleness.is_stale(current)
@@ -156,13 +157,15 @@ def test_pytorch_is_the_numeric_platform_not_a_stamp():
 
 def test_the_job_closure_holds_the_data_path_and_leaves_the_gate_out():
     modules = staleness.job_closure(8).modules
-    assert {"course_tools.ladder", "stages.stage08_decoder_only", "toolkit.batching.data",
+    assert {"course_tools.jobs", "stages.stage08_decoder_only", "toolkit.batching.data",
             "toolkit.text.splits", "toolkit.text.subwords", "toolkit.text.vocab",
             "toolkit.learning.training", "toolkit.learning.stream_objectives",
             "toolkit.search.stream_decoding", "toolkit.scoring.metrics"} <= modules
-    # the gate judges the numbers but computes none of them: editing it stales nothing
+    # the gate judges the numbers and the ladder shows them, but neither computes any of them:
+    # editing either stales nothing
     assert not {"course_tools.staleness", "course_tools.fingerprints",
-                "course_tools.import_closure", "course_tools.ablation"} & modules
+                "course_tools.import_closure", "course_tools.ablation",
+                "course_tools.ladder"} & modules
 
 
 @pytest.mark.slow
@@ -171,24 +174,24 @@ def test_every_course_module_a_job_loads_is_in_its_closure():
     which of the course's modules Python really loaded: the closure must hold them all."""
     script = """
 import json, sys
-from course_tools import ladder
+from course_tools import jobs
 from toolkit.batching.data import load_data
 from toolkit.learning.recipes import Recipe
 for stage, recipe, options, objective in json.loads(sys.argv[1]):
-    ladder.climb(stage, load_data(**options), recipe=Recipe(**recipe), data_options=options,
+    jobs.climb(stage, load_data(**options), recipe=Recipe(**recipe), data_options=options,
                  objective=objective)
 print(" ".join(m for m in sys.modules if m.split(".")[0] in ("stages", "toolkit", "course_tools")))
 """
     short = {"steps": 2, "batch_size": 4}
-    jobs = [(7, replace(ladder.RECIPES[7], **short), {}, None),
-            (7, replace(ladder.RECIPES[7], **short), ablation.SUBWORD_DATA, None),
-            (8, replace(ablation.DECODER_ONLY_RECIPE, **short), ablation.DECODER_ONLY_DATA,
-             "whole_stream")]
+    short_jobs = [(7, replace(RECIPES[7], **short), {}, None),
+                  (7, replace(RECIPES[7], **short), ablation.SUBWORD_DATA, None),
+                  (8, replace(ablation.DECODER_ONLY_RECIPE, **short), ablation.DECODER_ONLY_DATA,
+                   "whole_stream")]
     as_json = json.dumps([(stage, asdict(recipe), options, objective)
-                          for stage, recipe, options, objective in jobs])
+                          for stage, recipe, options, objective in short_jobs])
     done = subprocess.run([sys.executable, "-c", script, as_json], capture_output=True, text=True,
                           check=True, env={**os.environ, "OMP_NUM_THREADS": "1",
                                            "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"})
     loaded = set(done.stdout.split())
-    assert loaded - closure(["course_tools.ladder", "stages.stage07_multi_head",
+    assert loaded - closure(["course_tools.jobs", "stages.stage07_multi_head",
                              "stages.stage08_decoder_only"], SRC).modules == set()

@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from course_tools import ladder
-from course_tools.ladder import METRICS, Rung, mean_sd, spread
+from course_tools.jobs import Job, Rung, with_seeds
+from course_tools.ladder import METRICS, mean_sd, spread
 from toolkit.learning.recipes import PAPER, RECIPES, Recipe
 
 ABLATION_PATH = ladder.LADDER_PATH.with_name("ablation.json")
@@ -104,21 +105,21 @@ def markdown_table(rows: dict[str, list[Rung]]) -> str:
                                f"column is the change in mean exact match.")
 
 
-def jobs(names: list[str]) -> list[ladder.Job]:
+def jobs(names: list[str]) -> list[Job]:
     """Every seed of the named rows, in the order the file keeps them."""
     recipes = {**VARIANTS, **LADDER_VARIANTS}
     return [job for name in names for job in _row_jobs(name, recipes)]
 
 
-def _row_jobs(name: str, recipes: dict[str, Recipe]) -> list[ladder.Job]:
+def _row_jobs(name: str, recipes: dict[str, Recipe]) -> list[Job]:
     if name in recipes:
-        return [(7, recipe, name) for recipe in ladder.with_seeds(recipes[name])]
+        return [(7, recipe, name) for recipe in with_seeds(recipes[name])]
     if name in DATA_VARIANTS:
         recipe, options = DATA_VARIANTS[name]
-        return [(7, seeded, name, options) for seeded in ladder.with_seeds(recipe)]
+        return [(7, seeded, name, options) for seeded in with_seeds(recipe)]
     stage, recipe, options, objective = APPENDIX_VARIANTS[name]
     return [(stage, seeded, name, options, objective) if objective else
-            (stage, seeded, name, options) for seeded in ladder.with_seeds(recipe)]
+            (stage, seeded, name, options) for seeded in with_seeds(recipe)]
 
 
 def every_row() -> list[str]:

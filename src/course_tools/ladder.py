@@ -3,40 +3,25 @@
 `make ladder` (`course_tools.recompute`) trains each stage with its recipe, once
 per seed in `recipes.SEEDS`, and writes `assets/ladder.json`, the one source of the numbers
 in the README and notebooks. One seed is one run; the spread across seeds says which
-differences between stages are larger than chance. This module runs every committed row, the
-ablation's too (`train_all`), so what it imports is the code a row's numbers depend on: each
-row records its job as data (stage, recipe, data options, objective) and is stamped by
-`course_tools.staleness` with fingerprints of that code, of the corpus and of the libraries,
-so stale numbers show: fingerprints of behaviour, which a comment or a docstring never
-changes. When code changes and the numbers may not have, `make ladder-check`
+differences between stages are larger than chance. `course_tools.jobs` runs every committed
+row; this module reads and writes them, compares them and shows them. Each row records its
+job as data (stage, recipe, data options, objective) and is stamped by
+`course_tools.staleness` with fingerprints of the code the job imports, of the corpus and of
+the libraries, so stale numbers show: fingerprints of behaviour, which a comment or a
+docstring never changes. When code changes and the numbers may not have, `make ladder-check`
 (`course_tools.ladder_check`) proves it on one seed and re-stamps the rows.
 """
 
-import hashlib
-import importlib
 import json
 import textwrap
-from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
-import torch
 from matplotlib.figure import Figure  # no pyplot: a script needs no GUI backend
-from torch import nn
 
-from course_tools.numeric_platform import numeric_platform
-from toolkit.batching.batches import endless, loader
-from toolkit.batching.data import CourseData, load_data
-from toolkit.learning import stream_objectives
-from toolkit.learning.recipes import RECIPES, SEEDS, Recipe
-from toolkit.learning.training import History, evaluate_loss, train
-from toolkit.outline import stage as stage_info
-from toolkit.scoring.evaluation import evaluate
-from toolkit.scoring.metrics import Report
-from toolkit.stage_api import count_parameters
+from course_tools.jobs import Rung
+from toolkit.learning.recipes import RECIPES, SEEDS
 
 LADDER_PATH = Path(__file__).resolve().parents[2] / "assets" / "ladder.json"
 CHART_PATH = LADDER_PATH.with_suffix(".png")
@@ -46,132 +31,20 @@ TABLE_START = "<!-- ladder table: written by make ladder -->"
 TABLE_END = "<!-- end of ladder table -->"
 
 
-@dataclass(frozen=True)
-class Rung:
-    """One stage's numbers on the shared budget."""
-
-    stage: int
-    title: str
-    parameters: int
-    steps: int
-    batch_size: int
-    training_seconds: float
-    train_loss: float
-    validation_loss: float
-    exact_match: float
-    bleu: float
-    bleu_signature: str
-    per_phenomenon: dict[str, float]
-    seed: int = 0
-    data: dict = field(default_factory=dict)  # load_data's options, when not its defaults
-    # What ran, as data: stage, the whole recipe, load_data's options, objective (`job_record`).
-    job: dict = field(default_factory=dict)
-    # The figures unrounded, with sha256s of the loss history and of the trained weights:
-    # what `make ladder-check` compares, bit for bit.
-    exact: dict = field(default_factory=dict)
-    platform: str = ""  # how the machine that ran it rounds (numeric_platform)
-    # The same run's numbers as the same code computed them on other numeric platforms, by
-    # platform, each proven by `make ladder-check` there: what a run there must reproduce.
-    witnesses: dict = field(default_factory=dict)
-    # Stamps (`course_tools.staleness.stamps`): fingerprints of the stage module, of all the
-    # code its job imports, of the corpus, and the versions of the libraries that code imports.
-    stage_sha256: str = ""
-    code_sha256: str = ""
-    corpus_sha256: str = ""
-    libraries: dict = field(default_factory=dict)
 
 
-def stage_module(number: int) -> ModuleType:
-    return importlib.import_module(f"stages.{stage_info(number).module}")
 
 
-def rung(
-    number: int, model: nn.Module, history: History, validation_loss: float, report: Report,
-    recipe: Recipe | None = None, title: str | None = None, data: dict | None = None,
-    objective: str | None = None,
-) -> Rung:
-    """Gather a finished run into its rung of the ladder (or a row of another comparison),
-    unstamped (`staleness.stamped` stamps it).
-
-    `data` names the load_data options the run used, when they are not the defaults.
-    """
-    recipe = recipe or RECIPES[number]
-    exact = {"train_loss": history.final_loss(), "validation_loss": validation_loss,
-             "exact_match": report.exact_match, "bleu": report.bleu,
-             "per_phenomenon": dict(report.per_phenomenon),
-             "losses_sha256": hashlib.sha256(repr(history.losses).encode()).hexdigest(),
-             "weights_sha256": weights_sha256(model)}
-    return Rung(
-        stage=number, title=title or stage_info(number).title,
-        parameters=count_parameters(model),
-        steps=recipe.steps, batch_size=recipe.batch_size,
-        training_seconds=round(history.seconds, 1), train_loss=round(history.final_loss(), 4),
-        validation_loss=round(validation_loss, 4), exact_match=round(report.exact_match, 2),
-        bleu=round(report.bleu, 2), bleu_signature=report.bleu_signature,
-        per_phenomenon={k: round(v, 2) for k, v in report.per_phenomenon.items()},
-        seed=recipe.seed, data=dict(data or {}),
-        job=job_record(number, recipe, data, objective), exact=exact,
-        platform=numeric_platform(device_of(model)),
-    )
 
 
-def job_record(number: int, recipe: Recipe, data: dict | None = None,
-               objective: str | None = None) -> dict:
-    """A job as the data a row stores, exactly as JSON gives it back (tuples as lists)."""
-    return json.loads(json.dumps({"stage": number, "recipe": asdict(recipe),
-                                  "data": dict(data or {}), "objective": objective}))
 
 
-def weights_sha256(model: nn.Module) -> str:
-    """A sha256 of every parameter and buffer, bit for bit, by name."""
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        flat = tensor.detach().cpu().contiguous().reshape(-1)
-        digest.update(name.encode() + b"\0" + flat.view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
 
 
-def device_of(model: nn.Module) -> torch.device:
-    return next(model.parameters()).device
 
 
-def build(number: int, data: CourseData, recipe: Recipe) -> nn.Module:
-    """The stage's model as its recipe makes it, from the recipe's seed (ablation knobs too)."""
-    stage = stage_module(number)
-    torch.manual_seed(recipe.seed)
-    model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), **recipe.model)
-    if recipe.embedding_std is not None:  # tied weights are the same tensor: set once
-        for embedding in (model.src_embed, model.tgt_embed):
-            nn.init.normal_(embedding.weight, std=recipe.embedding_std)
-    if recipe.attention_scale is not None:
-        attentions = [m for m in model.modules() if isinstance(m, stage.MultiHeadAttention)]
-        if not attentions:
-            raise ValueError(f"stage {number:02d} has no scaled multi-head attention to change")
-        for attention in attentions:
-            attention.scale = recipe.attention_scale
-    return model
 
 
-def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
-          recipe: Recipe | None = None, title: str | None = None,
-          data_options: dict | None = None, objective: str | None = None) -> Rung:
-    """Train one stage with its recipe (or another) and score it on the test split.
-
-    `data_options` are the load_data options that made `data`, recorded in the rung;
-    `objective` names one of `toolkit.learning.stream_objectives` to train stage 08 with
-    instead of its own (the validation loss stays the stage's own, so rows compare).
-    """
-    stage, recipe = stage_module(number), recipe or RECIPES[number]
-    model = build(number, data, recipe)
-    batches = endless(loader(data.train, recipe.batch_size, seed=recipe.seed))
-    trained_on = getattr(stream_objectives, objective) if objective else stage.objective
-    history = train(model, trained_on, batches, device=device,
-                    description=title or f"stage {number:02d}", **recipe.training())
-    validation = loader(data.validation, batch_size=100, shuffle=False)
-    validation_loss = evaluate_loss(model, stage.objective, validation, device)
-    report, _ = evaluate(model, data, "test", device)
-    return rung(number, model, history, validation_loss, report, recipe, title, data_options,
-                objective)
 
 
 def load_runs(path: Path = LADDER_PATH, key: str = "rungs") -> list[Rung]:
@@ -204,27 +77,12 @@ def load_ladder(path: Path = LADDER_PATH, seed: int = RECIPES[1].seed) -> dict[i
     return {run.stage: run for run in load_runs(path) if run.seed == seed}
 
 
-# (stage, recipe, title[, load_data options[, objective]]): see `climb`
-Job = (tuple[int, Recipe, str | None] | tuple[int, Recipe, str | None, dict]
-       | tuple[int, Recipe, str | None, dict, str])
 
 
-def train_all(jobs: list[Job]) -> list[Rung]:
-    """Run (stage, recipe, title[, load_data options[, objective]]) jobs two at a time, one
-    thread each."""
-    with ProcessPoolExecutor(2) as pool:
-        return list(pool.map(_climb_on_one_thread, jobs))
 
 
-def _climb_on_one_thread(job: Job) -> Rung:
-    torch.set_num_threads(1)
-    number, recipe, title, *rest = job
-    options, objective = rest[0] if rest else {}, rest[1] if len(rest) > 1 else None
-    return climb(number, load_data(**options), "cpu", recipe, title, options, objective)
 
 
-def with_seeds(recipe: Recipe, seeds: Iterable[int] = SEEDS) -> list[Recipe]:
-    return [replace(recipe, seed=seed) for seed in seeds]
 
 
 METRICS = {"exact match %": lambda r: r.exact_match, "BLEU": lambda r: r.bleu,

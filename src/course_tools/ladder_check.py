@@ -43,8 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from course_tools import ablation, ladder, staleness
-from course_tools.ladder import Job, Rung
+from course_tools import ablation, jobs, ladder, staleness
+from course_tools.jobs import Job, Rung
 from course_tools.numeric_platform import numeric_platform
 from toolkit.learning.recipes import RECIPES, SEEDS
 
@@ -93,7 +93,7 @@ def restamp(run: Rung, witness: Rung | None = None) -> Rung:
 Baseline = Callable[[list[Rung]], list[Rung]]  # committed runs -> the same runs, computed here
 
 
-def check(files: list[Results], train_all=ladder.train_all,
+def check(files: list[Results], train_all=jobs.train_all,
           baseline: Baseline | None = None) -> list[str]:
     """Rerun seed 0 of every stale row of these files; re-stamp the rows that computed the
     same numbers and return one line for each number that moved.
@@ -167,7 +167,7 @@ for stage, title in json.loads(sys.argv[1]):
     rows = [j for j in ablation.jobs([title]) if j[1].seed == 0] if title else [
         (stage, replace(RECIPES[stage], seed=0), None)]
     jobs += rows
-print(json.dumps([asdict(run) for run in ladder.train_all(jobs)]))
+print(json.dumps([asdict(run) for run in jobs.train_all(jobs)]))
 """
 
 

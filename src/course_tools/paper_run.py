@@ -42,7 +42,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from course_tools import ablation, ladder, staleness
+from course_tools import ablation, jobs, staleness
 from course_tools.fingerprints import code_fingerprint
 from course_tools.import_closure import closure
 from course_tools.numeric_platform import numeric_platform
@@ -83,7 +83,7 @@ class PaperRun:
                              f"(steps {sorted(self.checkpoints)}): average 1 to "
                              f"{len(self.checkpoints)} of them, not {last}")
         newest = sorted(self.checkpoints)[-last:]
-        model = ladder.build(self.stage, self.data, self.recipe).to(
+        model = jobs.build(self.stage, self.data, self.recipe).to(
             next(self.model.parameters()).device)
         model.load_state_dict(average_state_dicts([self.checkpoints[s] for s in newest]))
         return model.eval()
@@ -144,7 +144,7 @@ def paper_run(seed: int = PAPER.seed, fresh: bool = False, device: torch.device 
     path = runs / f"{name}-{key(recipe, device, stage, data_options, averaged)}.pt"
     runs.mkdir(parents=True, exist_ok=True)
     with one_at_a_time(path.with_suffix(".lock")):
-        model = ladder.build(stage, data, recipe).to(device)
+        model = jobs.build(stage, data, recipe).to(device)
         vocabularies = {"src": vocab_entry(data.src_vocab), "tgt": vocab_entry(data.tgt_vocab)}
         for kept_path in [] if fresh else [path, recorded / path.name]:
             if kept_path.exists():  # read back

@@ -4,23 +4,23 @@ write the files, the README's tables and the chart.
     python -m course_tools.recompute ladder [STAGE ...]       # every stage by default
     python -m course_tools.recompute ablation ["ROW NAME" ...]  # every row by default
 
-Two runs go at a time, one thread each (`ladder.train_all`). Each row is stamped here, after
-its run, with what computed it (`course_tools.staleness`), so the module that runs the rows
-imports nothing of the gate that judges them.
+Two runs go at a time, one thread each (`jobs.train_all`). Each row is stamped here with what
+computed it (`course_tools.staleness`: refused if that changed while it trained), so the
+module that runs the rows imports nothing of the gate that judges them.
 """
 
 import sys
 
-from course_tools import ablation, ladder, staleness
-from course_tools.ladder import Rung
+from course_tools import ablation, jobs, ladder, staleness
+from course_tools.jobs import Rung
 from toolkit.learning.recipes import RECIPES
 from toolkit.outline import STAGES
 
 
-def trained(jobs: list[ladder.Job]) -> list[Rung]:
+def trained(to_run: list[jobs.Job]) -> list[Rung]:
     """The jobs' runs, two at a time, each stamped with the code, corpus and libraries they
     ran with (refused if those changed while they trained)."""
-    runs = staleness.unchanged_while([job[0] for job in jobs], lambda: ladder.train_all(jobs))
+    runs = staleness.unchanged_while([job[0] for job in to_run], lambda: jobs.train_all(to_run))
     return [staleness.stamped(run) for run in runs]
 
 
@@ -28,7 +28,7 @@ def recompute_ladder(numbers: list[int]) -> None:
     """Recompute the given stages (all by default) on every seed, merged into the committed file."""
     numbers = numbers or [s.number for s in STAGES if s.number in RECIPES]
     fresh = trained([(number, recipe, None) for number in numbers
-                     for recipe in ladder.with_seeds(RECIPES[number])])
+                     for recipe in jobs.with_seeds(RECIPES[number])])
     for run in fresh:
         print(f"stage {run.stage:02d} seed {run.seed}: exact match {run.exact_match:.1f}%, "
               f"BLEU {run.bleu:.1f}")

@@ -1,11 +1,11 @@
 """When a committed result goes stale: what a row is stamped with, and whether it still holds.
 
-A run of the ladder or the ablation (a `ladder.Rung`) is current only while everything that
+A run of the ladder or the ablation (a `jobs.Rung`) is current only while everything that
 can change its numbers is as it was when it was computed. What it is stamped with covers that
 by construction, not by a list kept by hand:
 
 - the code: the import closure (`course_tools.import_closure`) of its job, the module that
-  runs every row (`course_tools.ladder`) and the stage it trains, with every course module
+  runs every row (`course_tools.jobs`) and the stage it trains, with every course module
   they import, the data path, decoding and scoring included (`code_sha256`); the stage's
   module alone too (`stage_sha256`), to say which changed;
 - the job, as data in the row (`Rung.job`): the stage, the whole recipe, load_data's options and
@@ -33,16 +33,16 @@ from pathlib import Path
 
 import torch
 
-from course_tools import ablation, ladder
+from course_tools import ablation, jobs, ladder
 from course_tools.fingerprints import code_fingerprint, file_fingerprint
 from course_tools.import_closure import Closure, closure
-from course_tools.ladder import Rung
+from course_tools.jobs import Rung
 from toolkit.learning.recipes import RECIPES
 from toolkit.outline import stage as stage_info
 from toolkit.paths import SRC
 from toolkit.text.corpus import DATA_DIR
 
-JOB_MODULE = "course_tools.ladder"  # ladder.train_all runs every committed row
+JOB_MODULE = "course_tools.jobs"  # jobs.train_all runs every committed row
 PLATFORM_LIBRARIES = {"torch"}  # part of the numeric platform: a witness, not a recompute
 
 
@@ -97,10 +97,10 @@ def current_job(run: Rung) -> dict:
     if run.title in ablation.every_row():
         number, recipe, _, *rest = next((job for job in ablation.jobs([run.title])
                                          if job[1].seed == run.seed), (None, None, None))
-        return ladder.job_record(number, recipe, *rest) if recipe else {}
+        return jobs.job_record(number, recipe, *rest) if recipe else {}
     if run.stage not in RECIPES:
         return {}
-    return ladder.job_record(run.stage, replace(RECIPES[run.stage], seed=run.seed))
+    return jobs.job_record(run.stage, replace(RECIPES[run.stage], seed=run.seed))
 
 
 def torch_release(platform: str) -> str:
