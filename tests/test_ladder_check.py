@@ -43,9 +43,9 @@ def replaying(files: list[Results], moved: dict[str, dict] | None = None):
             if run.seed == SEEDS[0]}
     asked = []
 
-    def replay(jobs):
-        asked.extend(jobs)
-        titles = [title or jobs.stage_info(number).title for number, _, title, *_ in jobs]
+    def replay(to_run):
+        asked.extend(to_run)
+        titles = [title or jobs.stage_info(number).title for number, _, title, *_ in to_run]
         return [dataclasses.replace(runs[title], training_seconds=1.0, platform=HERE,
                                     **moved.get(title, {})) for title in titles]
 
