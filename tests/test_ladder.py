@@ -149,3 +149,19 @@ def test_the_ablation_knobs_change_the_model_they_say():
     src, tgt = (torch.tensor([ids]) for ids in data.train[0])
     with torch.no_grad():
         assert not torch.allclose(scaled(src, tgt), unscaled(src, tgt))
+
+
+def test_a_run_is_compared_bit_for_bit_with_the_witness_of_its_platform():
+    """The committed row keeps rounded figures from another machine; this machine's witness
+    keeps them unrounded, with the sha256s of the losses and the weights: those decide."""
+    exact = {"train_loss": 0.5, "weights_sha256": "a" * 64}
+    HERE, ELSEWHERE = (f"torch {torch.__version__}, {cpu}" for cpu in ("AVX2, 0ab", "AVX512, 1cd"))
+    committed = dataclasses.replace(ladder.load_ladder()[3], platform=ELSEWHERE, exact={},
+                                    witnesses={HERE: {**ladder.numbers(ladder.load_ladder()[3]),
+                                                        "exact": exact}})
+    live = dataclasses.replace(committed, platform=HERE, exact=exact, witnesses={})
+    assert "reproduces" in staleness.reproduces(live, committed)
+    assert "bit for bit" in staleness.reproduces(live, committed)
+    assert "changed" not in staleness.reproduces(live, committed)
+    other = dataclasses.replace(live, exact={**exact, "weights_sha256": "b" * 64})
+    assert "weights_sha256 (unrounded)" in staleness.reproduces(other, committed)

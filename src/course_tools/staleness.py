@@ -156,7 +156,8 @@ def reproduces(live: Rung, committed: Rung) -> str:
     its unrounded figures (else every figure as rounded in the file), and if not, why it may
     not have."""
     here = ladder.on_platform(committed, live.platform)
-    differ = [name for name, _, _ in ladder.differences(live, here or committed)]
+    compared = here or committed  # this platform's numbers, where they were proven here
+    differ = [name for name, _, _ in ladder.differences(live, compared)]
     if differ and here is None:
         return (f"this run differs from the committed seed-{committed.seed} rung in "
                 f"{', '.join(differ)}, computed on another numeric platform (committed: "
@@ -168,25 +169,25 @@ def reproduces(live: Rung, committed: Rung) -> str:
                     f"{', '.join(differ)}, and {'; '.join(why_stale(committed))} changed since "
                     f"that rung was computed: run `make ladder-check` to see which numbers moved")
         return (f"this run reproduces the committed seed-{committed.seed} rung "
-                f"{precision(committed)}, but the code changed since it was computed: "
+                f"{precision(compared)}, but the code changed since it was computed: "
                 f"`make ladder-check` proves the other rungs and re-stamps them")
     if not differ and here is not committed:
         return (f"this run reproduces the seed-{committed.seed} rung as this machine's numeric "
-                f"platform computes it ({live.platform}), {precision(committed)}: the "
+                f"platform computes it ({live.platform}), {precision(compared)}: the "
                 f"witness `make ladder-check` proved on this platform. The committed rows "
                 f"were computed on another platform "
                 f"({committed.platform or 'not recorded'}), where the same code and seed give "
                 f"other digits")
     if not differ:
         return (f"this run reproduces the committed seed-{committed.seed} rung "
-                f"{precision(committed)}")
+                f"{precision(compared)}")
     return (f"this run differs from the committed seed-{committed.seed} rung in "
             f"{', '.join(differ)}: expected on another device or thread count "
             f"(the committed runs used one CPU thread)")
 
 
-def precision(committed: Rung) -> str:
-    """How closely a reproduction is compared with a committed row."""
-    if committed.exact:
+def precision(compared: Rung) -> str:
+    """How closely a reproduction is compared with a committed row (or its witness here)."""
+    if compared.exact:
         return "bit for bit (every figure unrounded, the loss history and the trained weights)"
     return "to its committed precision (every figure, as rounded in the file)"
