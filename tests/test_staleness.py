@@ -41,6 +41,7 @@ HARMLESS_EDITS = {
 def planted(tmp_path, edit: tuple[str, str, str]):
     """A copy of src/ with one edit made, and the edit checked to apply."""
     copy = tmp_path / "src"
+    copy.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     path, old, new = edit
     text = (copy / path).read_text()
@@ -195,3 +196,15 @@ print(" ".join(m for m in sys.modules if m.split(".")[0] in ("stages", "toolkit"
     loaded = set(done.stdout.split())
     assert loaded - closure(["course_tools.jobs", "stages.stage07_multi_head",
                              "stages.stage08_decoder_only"], SRC).modules == set()
+
+
+def test_the_kept_runs_key_follows_their_training_code_but_not_the_gate(tmp_path):
+    """The key is computed beside the training, but an edit to the gate trains nothing again."""
+    gate = planted(tmp_path / "gate", ("course_tools/staleness.py",
+                                       "    return bool(why_stale(run))",
+                                       "    return len(why_stale(run)) > 0"))
+    assert paper_run.key(paper_run.PAPER, "cpu", src=gate) == paper_run.key(paper_run.PAPER, "cpu")
+    training = planted(tmp_path / "training", ("course_tools/paper_run.py", "self.done += 1",
+                                               "self.done += 2"))
+    assert paper_run.key(paper_run.PAPER, "cpu", src=training) != \
+        paper_run.key(paper_run.PAPER, "cpu")

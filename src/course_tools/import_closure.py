@@ -42,11 +42,11 @@ def module_file(module: str, src: Path) -> Path | None:
     return None
 
 
-def closure(roots: Iterable[str], src: Path) -> Closure:
+def closure(roots: Iterable[str], src: Path, ignore: frozenset[str] = frozenset()) -> Closure:
     """Every course module that importing `roots` (dotted names) runs, however indirectly,
-    their packages included."""
+    their packages included; the modules in `ignore` neither count nor are followed."""
     return _follow({".".join(root.split(".")[:i]) for root in roots
-                    for i in range(1, len(root.split(".")) + 1)}, src)
+                    for i in range(1, len(root.split(".")) + 1)}, src, ignore=ignore)
 
 
 def closure_of_file(path: Path, src: Path, follow: bool = True,
@@ -61,8 +61,10 @@ def closure_of_file(path: Path, src: Path, follow: bool = True,
     return Closure(found.modules, found.libraries | libraries)
 
 
-def _follow(waiting: set[str], src: Path, within: tuple[str, ...] = COURSE) -> Closure:
-    reached: set[str] = set()
+def _follow(waiting: set[str], src: Path, within: tuple[str, ...] = COURSE,
+            ignore: frozenset[str] = frozenset()) -> Closure:
+    reached: set[str] = set(ignore)
+    waiting = waiting - ignore
     libraries: set[str] = set()
     while waiting:
         module = waiting.pop()
@@ -74,7 +76,7 @@ def _follow(waiting: set[str], src: Path, within: tuple[str, ...] = COURSE) -> C
         modules, outside = _imports(path.read_text("utf-8"), importer, src, within)
         waiting |= modules - reached
         libraries |= outside
-    return Closure(frozenset(reached), frozenset(libraries))
+    return Closure(frozenset(reached - ignore), frozenset(libraries))
 
 
 def _imports(source: str, importer: str, src: Path,

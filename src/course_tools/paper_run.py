@@ -119,7 +119,8 @@ def key(recipe: Recipe, device: torch.device | str, stage: int = 7,
     """What decides every bit of the run (with the code under `src`, on this checkout's
     corpus); a kept run is used only under the same key. That includes how the device rounds:
     a run committed from another CPU is trained again here."""
-    code = closure(["course_tools.paper_run", staleness.stage_module(stage)], src)
+    code = closure(["course_tools.paper_run", staleness.stage_module(stage)], src,
+                   ignore=staleness.GATE)
     parts = [code_fingerprint(code.files(src), src), staleness.corpus_hash(),
              repr(sorted(asdict(recipe).items())),
              repr(sorted((data_options or {}).items())), f"averaged {averaged}",

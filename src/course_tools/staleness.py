@@ -44,6 +44,10 @@ from toolkit.text.corpus import DATA_DIR
 
 JOB_MODULE = "course_tools.jobs"  # jobs.train_all runs every committed row
 PLATFORM_LIBRARIES = {"torch"}  # part of the numeric platform: a witness, not a recompute
+# The gate's own modules fingerprint code and compute no number: a closure that reaches them
+# (the kept runs' key is computed beside their training) does not follow them.
+GATE = frozenset({"course_tools.staleness", "course_tools.fingerprints",
+                  "course_tools.import_closure"})
 
 
 def stage_module(number: int) -> str:
@@ -174,10 +178,12 @@ def reproduces(live: Rung, committed: Rung) -> str:
     if not differ and here is not committed:
         return (f"this run reproduces the seed-{committed.seed} rung as this machine's numeric "
                 f"platform computes it ({live.platform}), {precision(compared)}: the "
-                f"witness `make ladder-check` proved on this platform. The committed rows "
-                f"were computed on another platform "
-                f"({committed.platform or 'not recorded'}), where the same code and seed give "
-                f"other digits")
+                f"witness `make ladder-check` proved on this platform. "
+                + (f"The committed rows were computed on another platform "
+                   f"({committed.platform}), where the same code and seed give other digits"
+                   if committed.platform else
+                   "The committed rows did not record their platform: they hold the figures "
+                   "rounded, from whichever platform computed them"))
     if not differ:
         return (f"this run reproduces the committed seed-{committed.seed} rung "
                 f"{precision(compared)}")
