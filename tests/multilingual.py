@@ -22,4 +22,8 @@ SAMPLE = {
     "apostrophes": "I don't know; it's Tom's.",
     "decimals": "It costs 3.5% more, about 1,250.75 euros.",
     "URL": "See https://example.org/a-b?x=1 for more.",
+    "elisions": "J'aime l'été qu'il fait ; c'est « bien », n'est-ce pas ?",
+    "contractions": "I don't know, isn't it? We'll see: they're late.",
+    "dashes": "twenty - one, twenty-one, -5 and 1990-2000 — a dash.",
+    "special strings": "the <pad> and <eos>, <unk> and <bos> tags, a ▁ and a ￭: ▁▁x￭ ￭.",
 }

@@ -298,10 +298,33 @@
   const graphemes = typeof Intl !== "undefined" && Intl.Segmenter
     ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
 
+  const JOINED = "\uFFED", SPACED = "\u2581"; // no space on this side; a space on this side
+  const MARKS = [JOINED, SPACED];
+  const NO_SPACE_BEFORE = new Set([".", ",", "!", "?", ";", ":"]);
+  const isWord = (token) => WORD.test(String.fromCodePoint(token.codePointAt(0)));
+  const mark = (space) => (space ? SPACED : JOINED);
+  const startsWithMark = (token) => MARKS.includes(token[0]);
+  const endsWithMark = (token) => MARKS.includes(token[token.length - 1]);
+
+  // toolkit.text.tokens._usual_spaces: a space before every token but the first, except
+  // before .,!?;: and around a hyphen between two words.
+  function usualSpaces(tokens) {
+    const spaces = tokens.map((token, i) => i > 0 && !NO_SPACE_BEFORE.has(token));
+    for (let i = 1; i < tokens.length - 1; i++) {
+      const before = Array.from(tokens[i - 1]).at(-1);
+      if (tokens[i] === "-" && WORD.test(before) && isWord(tokens[i + 1])) {
+        spaces[i] = spaces[i + 1] = false;
+      }
+    }
+    return spaces;
+  }
+
+  // toolkit.text.tokens.tokenize: NFC, then words and single visible characters, the latter
+  // marked where the text's spaces differ from the usual ones.
   function tokenize(text) {
     const s = text.normalize("NFC");
-    const tokens = [];
-    let i = 0;
+    const tokens = [], spaces = [];
+    let i = 0, spaced = false;
     while (i < s.length) {
       const ch = String.fromCodePoint(s.codePointAt(i));
       if (WORD.test(ch)) {
@@ -313,20 +336,52 @@
         i = j;
       } else if (SPACE.test(ch)) {
         i += ch.length;
+        spaced = true;
+        continue;
       } else {
         const cluster = graphemes ? graphemes.segment(s.slice(i))[Symbol.iterator]().next()
           .value.segment : ch;
         tokens.push(cluster);
         i += cluster.length;
       }
+      spaces.push(tokens.length > 1 && spaced);
+      spaced = false;
     }
-    return tokens;
+    const usual = usualSpaces(tokens);
+    const left = tokens.map(() => ""), right = tokens.map(() => "");
+    for (let k = 1; k < tokens.length; k++) {
+      if (spaces[k] !== usual[k]) {
+        if (isWord(tokens[k])) right[k - 1] = mark(spaces[k]);
+        else left[k] = mark(spaces[k]);
+      }
+    }
+    tokens.forEach((token, k) => {
+      if (startsWithMark(token) || endsWithMark(token)) {
+        left[k] = mark(spaces[k]);
+        right[k] = mark(k + 1 < tokens.length && spaces[k + 1]);
+      }
+    });
+    return tokens.map((token, k) => left[k] + token + right[k]);
   }
 
-  // toolkit.text.tokens.detokenize: glue punctuation and hyphens back as a reader writes them.
+  // toolkit.text.tokens._unmark: a token's left mark, its text and its right mark.
+  function unmark(token) {
+    if (isWord(token)) return ["", token, ""];
+    const left = startsWithMark(token) ? token[0] : "";
+    const right = endsWithMark(token) ? token[token.length - 1] : "";
+    if (token.length <= left.length + right.length) return ["", token, ""];
+    return [left, token.slice(left.length, token.length - right.length), right];
+  }
+
+  // toolkit.text.tokens.detokenize: the usual spaces, unless a mark says otherwise.
   function detokenize(tokens) {
-    return tokens.join(" ").replace(/ ([.,!?;:])/g, "$1")
-      .replace(/(?<=[\p{L}\p{N}_]) - (?=[\p{L}\p{N}_])/gu, "-");
+    const parts = tokens.map(unmark);
+    const usual = usualSpaces(parts.map((part) => part[1]));
+    return parts.map(([left, text], i) => {
+      if (i === 0) return text;
+      const sign = isWord(text) ? parts[i - 1][2] : left;
+      return ((sign ? sign === SPACED : usual[i]) ? " " : "") + text;
+    }).join("");
   }
 
   // What `python -m toolkit.translate` does with one line: the same limits (the source's
@@ -343,7 +398,7 @@
       throw new RangeError(`${srcIds.length} source tokens, more than the model's ` +
         `${this.maxSeqLen} positions (max_seq_len): not translated (split it into shorter sentences)`);
     }
-    const unknown = words.filter((w) => !this.srcStoi.has(w));
+    const unknown = words.filter((w) => !this.srcStoi.has(w)).map((w) => unmark(w)[1]);
     const limit = Math.min(srcIds.length + EXTRA_LEN, this.maxSeqLen);
     const found = beamSize > 1 ? this.beam(srcIds, limit, beamSize, alpha, watch)
       : this.greedySearch(srcIds, limit);

@@ -14,12 +14,19 @@ glues a comma to it; its decoder turns every "▁" back into the space it stood 
 the rest, so "l'herbe" and "3.5%" come back as written, not as "l ' herbe" and "3. 5 %".
 `encode` takes a list of whitespace words and `decode` gives one back, as `Vocab` does with
 its tokens, so batches and decoding work unchanged; `join` makes the text.
+
+Two kinds of text would not survive the tokenizer as it comes, so neither reaches it as is.
+"<pad>", "<unk>", "<bos>" and "<eos>" written in a sentence are text, never the special ids
+(the tokenizer is told to encode them as text: `encode_special_tokens`). A "▁" written in a
+sentence would come back as a space, so `escape` writes it as "\ue000" + "1" (a character
+of Unicode's private-use area, which the course keeps for this) and `unescape` turns it back.
 """
 
 from collections import Counter
 from collections.abc import Iterable
 from itertools import chain
 
+import regex
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from toolkit.text.tokens import split_words
@@ -27,6 +34,19 @@ from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK
 
 WORD_START = "▁"  # U+2581, marks a piece that begins a word
 DEFAULT_SIZE = 8_000
+ESCAPE = "\ue000"  # private use: with "0" it stands for itself, with "1" for a written "▁"
+_ESCAPED = {ESCAPE: ESCAPE + "0", WORD_START: ESCAPE + "1"}
+_UNESCAPE = regex.compile(ESCAPE + "([01])")
+
+
+def escape(word: str) -> str:
+    """Write a word so that no character of it is the tokenizer's "▁"."""
+    return "".join(_ESCAPED.get(character, character) for character in word)
+
+
+def unescape(word: str) -> str:
+    """Undo `escape`; an escape the model wrote alone stays as it is."""
+    return _UNESCAPE.sub(lambda match: (ESCAPE, WORD_START)[int(match[1])], word)
 
 
 class SubwordVocab:
@@ -34,6 +54,7 @@ class SubwordVocab:
 
     def __init__(self, tokenizer: Tokenizer):
         self.tokenizer = tokenizer
+        tokenizer.encode_special_tokens = True  # "<eos>" in a sentence is text (not saved)
         self._word_ids: dict[str, list[int]] = {}  # encode_batch's memory: word -> its ids
         self._characters: set[str] | None = None  # every piece's text, for `unknown`
         if [tokenizer.id_to_token(i) for i in range(len(SPECIALS))] != list(SPECIALS):
@@ -46,7 +67,7 @@ class SubwordVocab:
         if size <= len(SPECIALS):
             raise ValueError(f"max_size must leave room for pieces after the {len(SPECIALS)} "
                              f"special tokens; got {max_size}")
-        lines = [" ".join(words) for words in sentences]
+        lines = [" ".join(map(escape, words)) for words in sentences]
         tokenizer = _train_bpe(lines, size)
         if tokenizer.get_vocab_size() > size:
             # BPE keeps every character it meets, however many: with more characters than
@@ -79,7 +100,7 @@ class SubwordVocab:
 
     def encode(self, tokens: list[str]) -> list[int]:
         """A word the vocabulary never saw becomes pieces; only an unseen character is <unk>."""
-        return self.tokenizer.encode(tokens, is_pretokenized=True).ids
+        return self.tokenizer.encode(list(map(escape, tokens)), is_pretokenized=True).ids
 
     def encode_batch(self, sentences: Iterable[list[str]]) -> list[list[int]]:
         """Many sentences at once: BPE never crosses words, so each distinct word is encoded
@@ -87,7 +108,7 @@ class SubwordVocab:
         sentences = list(sentences)
         new = list({word for words in sentences for word in words} - self._word_ids.keys())
         if new:
-            encodings = self.tokenizer.encode_batch([[word] for word in new],
+            encodings = self.tokenizer.encode_batch([[escape(word)] for word in new],
                                                     is_pretokenized=True)
             self._word_ids.update(zip(new, (e.ids for e in encodings), strict=True))
         table = self._word_ids
@@ -99,7 +120,8 @@ class SubwordVocab:
         if self._characters is None:
             self._characters = {piece.removeprefix(WORD_START)
                                 for piece in self.tokenizer.get_vocab()} - {""}
-        return sorted({char for word in tokens for char in word} - self._characters)
+        return sorted(char for char in {char for word in tokens for char in word}
+                      if not set(escape(char)) <= self._characters)
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         """The subwords themselves, word starts marked with "▁": what the model reads."""
@@ -115,11 +137,13 @@ class SubwordVocab:
                 break
             if index not in (PAD_ID, BOS_ID):
                 kept.append(index)
-        return split_words(self.tokenizer.decode(kept, skip_special_tokens=False))
+        text = self.tokenizer.decode(kept, skip_special_tokens=False)
+        return [unescape(word) for word in split_words(text)]
 
 def _train_bpe(lines: list[str], size: int, alphabet: list[str] | None = None) -> Tokenizer:
     """BPE over text as written; with `alphabet`, every other character is <unk>."""
     tokenizer = Tokenizer(models.BPE(unk_token=UNK))
+    tokenizer.encode_special_tokens = True  # so "<eos>" in the text trains as text
     tokenizer.normalizer = normalizers.NFC()
     # Metaspace splits at the spaces and marks each word's first piece, so no merge ever
     # crosses two words; Punctuation then isolates each mark ("l'herbe": "▁l", "'", "herbe"),

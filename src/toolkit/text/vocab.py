@@ -3,7 +3,7 @@
 from collections import Counter
 from collections.abc import Iterable
 
-from toolkit.text.tokens import detokenize, tokenize
+from toolkit.text.tokens import detokenize, token_text, tokenize
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
@@ -41,12 +41,13 @@ class Vocab:
 
     @staticmethod
     def split(text: str) -> list[str]:
-        """Words and punctuation apart, each a token of its own (`toolkit.text.tokens.tokenize`)."""
+        """Words and punctuation apart, each a token of its own, marked where the text's spaces
+        are not the usual ones (`toolkit.text.tokens.tokenize`)."""
         return tokenize(text)
 
     @staticmethod
     def join(tokens: list[str]) -> str:
-        """Text a reader would write, for display and for BLEU (`tokens.detokenize`)."""
+        """The text as written, for display and for BLEU (`tokens.detokenize`)."""
         return detokenize(tokens)
 
     def encode(self, tokens: list[str]) -> list[int]:
@@ -70,4 +71,4 @@ class Vocab:
 
     def unknown(self, tokens: list[str]) -> list[str]:
         """Name the words this vocabulary has never seen, to explain an <unk> to a user."""
-        return [token for token in tokens if token not in self.stoi]
+        return [token_text(token) for token in tokens if token not in self.stoi]
