@@ -20,7 +20,13 @@ import torch
 from toolkit.batching.batches import encode_source
 from toolkit.device import pick_device
 from toolkit.learning.checkpoints import CheckpointError, load_checkpoint
-from toolkit.search.decoding import EXTRA_LEN, PAPER_BEAM_SIZE, PAPER_LENGTH_PENALTY, translate
+from toolkit.search.decoding import (
+    EXTRA_LEN,
+    PAPER_BEAM_SIZE,
+    PAPER_LENGTH_PENALTY,
+    room,
+    translate,
+)
 from toolkit.text.subwords import SubwordVocab
 
 
@@ -66,10 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         if not words:
             continue
         length = len(encode_source(words, saved.src_vocab))
-        if limit is not None and length > limit:
-            print(f"line {number}: {length} source tokens, more than the model's {limit} "
-                  f"positions (max_seq_len): not translated (split it into shorter sentences)",
-                  file=sys.stderr)
+        if room(saved.model, length) == 0:
+            print(f"line {number}: {length} source tokens leave no room for a translation in "
+                  f"the model's {limit} positions (max_seq_len): not translated (split it into "
+                  f"shorter sentences)", file=sys.stderr)
             continue
         unknown = saved.src_vocab.unknown(words)  # words, or characters for subwords
         if unknown:
@@ -84,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         outputs = translate(saved.model, [translatable[number][1] for number in order],
                             saved.src_vocab, saved.tgt_vocab,
                             saved.model.out_proj.weight.device, args.batch_size, EXTRA_LEN,
-                            args.beam_size, args.length_penalty, max_len=limit)
+                            args.beam_size, args.length_penalty)
     done = dict(zip(order, outputs, strict=True))
     for number in range(1, len(lines) + 1):
         print(saved.tgt_vocab.join(done[number]) if number in done else "", flush=True)
