@@ -110,10 +110,12 @@ def test_bad_sentences_are_refused_with_what_to_do(number, sentences, error, mes
 
 @pytest.mark.parametrize("number", [4, 5, 6, 7])
 def test_a_sentence_longer_than_max_seq_len_is_refused_with_what_to_do(number):
-    """The encoder refuses the 41 source tokens (40 words and <eos>) on every stage, stage
-    07's KV cache too, and says how many positions the model lacks."""
+    """The 41 source tokens (40 words and <eos>) are refused on every stage, with how many
+    positions the model has: by the encoder, or where the model says how many it has (stage
+    07's `config`), by `translate` before any decoding."""
     long_sentence = " ".join(["w1"] * 40)
-    with pytest.raises(ValueError, match=r"41 tokens is longer than max_seq_len=32: shorten it"):
+    with pytest.raises(ValueError, match=r"41 tokens is longer than max_seq_len=32: shorten it"
+                       r"|41 source tokens leave no room for a translation in the model's 32"):
         translate(build(number, max_seq_len=32), [long_sentence], SRC_VOCAB, TGT_VOCAB)
 
 
@@ -134,15 +136,15 @@ def test_a_translation_that_fits_is_given_though_its_limit_would_not(number):
 
 
 @pytest.mark.parametrize("number", [4, 5, 6, 7])
-def test_a_translation_that_outgrows_the_positions_is_refused_with_its_own_length(number):
-    """Without <eos>, the translation reaches the 33rd target position, and the error names
-    that length (not the source's, nor source + extra_len)."""
+def test_a_translation_that_would_outgrow_the_positions_stops_where_they_end(number):
+    """Without <eos>, 25 words and <eos> would be allowed 36 tokens; the model has 32
+    target positions, so the translation stops at 32 tokens instead of failing at the 33rd."""
     sentence = " ".join(["w1"] * 25)
     model = build(number, max_seq_len=32)
     with torch.no_grad():
-        model.out_proj.bias[EOS_ID] = -1e4  # never ends
-    with pytest.raises(ValueError, match=r"33 tokens is longer than max_seq_len=32"):
-        translate(model, [sentence], SRC_VOCAB, TGT_VOCAB)
+        model.out_proj.bias[[EOS_ID, PAD_ID, BOS_ID]] = -1e4  # never ends, always a word
+    [words] = translate(model, [sentence], SRC_VOCAB, TGT_VOCAB)
+    assert len(words) == 32
 
 
 @pytest.mark.parametrize("number", [n for n in MODULES if n > 1])
