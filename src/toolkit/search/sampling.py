@@ -37,7 +37,11 @@ def truncate(logits: torch.Tensor, top_k: int | None = None,
     if top_p is not None:
         if not 0 < top_p <= 1:
             raise ValueError(f"top_p={top_p} must be in (0, 1]: it is a probability mass")
-        ordered, order = logits.sort(dim=-1, descending=True)  # (rows, vocab), best first
+        if top_p == 1:  # the whole mass: every token, however far a float sum falls short
+            return logits
+        # In float64: summed in float32, the mass of 32,000 tokens reaches p before the tail
+        # does, and tokens inside the nucleus would be dropped.
+        ordered, order = logits.double().sort(dim=-1, descending=True)  # (rows, vocab)
         probabilities = ordered.softmax(dim=-1)
         before = probabilities.cumsum(dim=-1) - probabilities  # the mass of the likelier ones
         # A token is kept if the mass of those more likely than it is still below p: the
