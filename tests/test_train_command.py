@@ -4,6 +4,7 @@ random numbers from training; a checkpoint from another run, and bad options, ar
 with the reason. Every run here is a real process on the built-in corpus; the table of bad
 options goes through the command's own `main` in this process, since none of them trains."""
 
+import argparse
 import random
 import signal
 import subprocess
@@ -23,6 +24,9 @@ from toolkit.train.command import main
 from toolkit.train.run_evaluation import evaluation_sample
 from toolkit.train.run_log import read_log
 from toolkit.train.run_options import EXTRA_LEN
+from toolkit.train.run_report import RunResult, report
+from toolkit.train.run_state import Progress
+from toolkit.train.world import World
 
 STEPS = 60
 
@@ -164,6 +168,34 @@ def test_a_finished_run_is_never_overwritten_and_resume_needs_a_checkpoint(
     assert nothing.returncode != 0 and "no checkpoint at" in nothing.stderr
 
 
+@pytest.mark.slow
+def test_a_run_killed_before_its_first_save_can_start_over(uninterrupted, tmp_path):
+    """It leaves log.csv and no last.pt: --resume says to start over, and starting over
+    clears what it left and ends where a run that never stopped ends."""
+    options = ["--output", str(tmp_path), "--steps", str(STEPS), *TINY]
+    killed = stop_at(single(*options, "--save-every", "1000"), tmp_path, 3, signal.SIGKILL)
+    assert killed.returncode == -signal.SIGKILL
+    assert (tmp_path / "log.csv").exists() and not (tmp_path / "last.pt").exists()
+    resumed = run(single(*options, "--resume"))
+    assert resumed.returncode != 0
+    assert "stopped before its first checkpoint" in resumed.stderr
+    assert "without --resume to start over" in resumed.stderr
+    again = run(single(*options))
+    assert again.returncode == 0, again.stderr
+    assert "starting over, replacing them" in again.stderr
+    assert [row["step"] for row in read_log(tmp_path / "log.csv")] == list(range(1, STEPS + 1))
+    assert differing_parameters(uninterrupted / "last.pt", tmp_path / "last.pt") == {}
+
+
+def test_the_report_names_only_the_files_the_run_wrote(tmp_path):
+    (tmp_path / "log.csv").write_text("step\n", encoding="utf-8")
+    args = argparse.Namespace(output=tmp_path, patience=None)
+    result = RunResult(None, None, Progress(), 0, 0, 1.0)
+    lines = "\n".join(report(result, args, World(device=torch.device("cpu"))))
+    assert f"log: {tmp_path / 'log.csv'}" in lines
+    assert "last.pt" not in lines and "chart.png" not in lines
+
+
 @pytest.mark.parametrize(("options", "message"), [
     (["--num-heads", "3"], "--embed-dim 16 is not divisible by --num-heads 3"),
     (["--dropout", "1.5"], "--dropout must be in [0, 1)"),
@@ -172,6 +204,7 @@ def test_a_finished_run_is_never_overwritten_and_resume_needs_a_checkpoint(
     (["--corpus", "/no/such/corpus.jsonl"], "no corpus file or folder at /no/such/corpus.jsonl"),
     (["--batch-size", "400"], "300 training pairs do not fill one step of 400 pairs"),
     (["--max-len", "250"], "--max-len 250 leaves no room in --max-seq-len 256"),
+    (["--epochs", "1e-8"], "--epochs 1e-08 is less than one of the 37 steps an epoch takes"),
 ])
 def test_bad_options_are_refused_before_training_with_a_message(tmp_path, options, message,
                                                                 capsys):
@@ -181,7 +214,7 @@ def test_bad_options_are_refused_before_training_with_a_message(tmp_path, option
         code = refusal.code
     assert code == 2  # any other exception fails this test with its stack trace
     assert message in capsys.readouterr().err
-    assert not (tmp_path / "run" / "last.pt").exists()
+    assert not any((tmp_path / "run").glob("*")), "a refused run wrote files"
 
 
 @pytest.mark.slow

@@ -12,10 +12,13 @@ from toolkit.learning.averaging import average_checkpoints
 from toolkit.learning.checkpoints import save_checkpoint
 
 RUN_FILES = ("last.pt", "best.pt", "averaged.pt", "log.csv", "chart.png")  # and step-N.pt
+# What a run writes before its first last.pt (step-N.pt is written just before it).
+UNSAVED_RUN_FILES = ("log.csv", "chart.png")
 
 
 def check_output(args: argparse.Namespace, rank: int = 0) -> None:
-    """Fail before any training if the folder cannot be written or would lose a run."""
+    """Fail before any training if the folder cannot be written or would lose a run; clear
+    what a run left that stopped before its first checkpoint, which nothing can resume."""
     folder = args.output
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -25,15 +28,30 @@ def check_output(args: argparse.Namespace, rank: int = 0) -> None:
     except OSError as err:
         raise SystemExit(f"--output {folder} cannot be written ({err.strerror}): choose "
                          f"another folder") from None
-    if args.resume and not (folder / "last.pt").exists():
-        raise SystemExit(f"--resume: there is no checkpoint at {folder / 'last.pt'} to resume "
-                         f"from: start without --resume, or give the run's --output folder")
-    earlier = [path.name for path in sorted(folder.iterdir())
+    earlier = [path for path in sorted(folder.iterdir())
                if path.name in RUN_FILES or path.match("step-*.pt")]
-    if not args.resume and earlier:
-        raise SystemExit(f"{folder} holds another run's files ({', '.join(earlier)}): add "
-                         f"--resume to go on with it, or give another --output (nothing was "
-                         f"overwritten)")
+    names = ", ".join(path.name for path in earlier)
+    resumable = (folder / "last.pt").exists()
+    unfinished = not resumable and all(path.name in UNSAVED_RUN_FILES or path.match("step-*.pt")
+                                       for path in earlier)
+    if args.resume and not resumable:
+        stopped = (f"{folder} holds {names} but no last.pt: its run stopped before its first "
+                   f"checkpoint, so " if earlier and unfinished else "")
+        raise SystemExit(f"--resume: {stopped}there is no checkpoint at {folder / 'last.pt'} to "
+                         f"resume from: run the same command without --resume to start over, "
+                         f"or give the run's --output folder")
+    if args.resume or not earlier:
+        return
+    if unfinished:
+        if rank == 0:  # one process clears them, before any process writes
+            print(f"{folder} holds {names} of a run that stopped before its first checkpoint "
+                  f"(no last.pt): starting over, replacing them", file=sys.stderr)
+            for path in earlier:
+                path.unlink(missing_ok=True)
+        return
+    advice = "add --resume to go on with it, or give" if resumable else "give"
+    raise SystemExit(f"{folder} holds another run's files ({names}): {advice} another "
+                     f"--output (nothing was overwritten)")
 
 
 def keep_for_averaging(

@@ -30,7 +30,7 @@ class RunResult:
 
 
 def report(result: RunResult, args: argparse.Namespace, world: World) -> list[str]:
-    """The closing lines a run prints, with where its files are."""
+    """The closing lines a run prints, with where its files are (those it wrote)."""
     progress = result.progress
     lines = [f"{result.steps_now} steps on {world.size} process(es) in "
              f"{result.seconds_now:.2f} s of training (evaluation and saving left out): "
@@ -52,9 +52,11 @@ def report(result: RunResult, args: argparse.Namespace, world: World) -> list[st
         name = signal.Signals(result.stopped_by).name
         lines.append(f"stopped by {name} after step {progress.step}; to go on, run the same "
                      f"command with --resume")
-    lines += [f"checkpoint: {args.output / 'last.pt'} (step {progress.step})",
-              f"log: {args.output / 'log.csv'}, chart: {args.output / 'chart.png'}"]
-    return lines
+    if (args.output / "last.pt").exists():
+        lines.append(f"checkpoint: {args.output / 'last.pt'} (step {progress.step})")
+    written = [f"{name}: {args.output / file}" for name, file in (("log", "log.csv"),
+               ("chart", "chart.png")) if (args.output / file).exists()]
+    return lines + ([", ".join(written)] if written else [])
 
 
 def exit_code(result: RunResult) -> int:

@@ -99,6 +99,11 @@ def run_training(
     plan = BatchPlan(pairs, args.batch_size, args.max_tokens, args.seed, world.size)
     # Rounded first: 0.1 epoch of 30 steps is 3 steps, not ceil(3.0000000000000004) = 4.
     total_steps = args.steps or math.ceil(round(args.epochs * plan.steps_per_epoch, 6))
+    if total_steps < 1:
+        raise ValueError(f"--epochs {args.epochs:g} is less than one of the "
+                         f"{plan.steps_per_epoch:,} steps an epoch takes, so nothing would "
+                         f"train: give --epochs {1 / plan.steps_per_epoch:.2g} or more, or "
+                         f"--steps")
     settings = run_settings(args)
     fingerprint = data_fingerprint(data.src_vocab, data.tgt_vocab, pairs)
     if len(set(world.gather(fingerprint))) > 1:  # each machine reads and tokenizes on its own
