@@ -258,7 +258,8 @@ def test_translate_keeps_every_line_in_place(uninterrupted):
     assert "line 1" not in result.stderr  # the mark is not read as a word
     assert "line 3: words not in the vocabulary, read as <unk>: zebra" in result.stderr
     assert "line 4" not in result.stderr
-    assert "line 5: 301 source tokens, more than the model's 256 positions" in result.stderr
+    assert ("line 5: 301 source tokens leave no room for a translation in the model's 256 "
+            "positions") in result.stderr
 
 
 @pytest.mark.slow
