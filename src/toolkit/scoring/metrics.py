@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU, CHRF
 
-from toolkit.text.tokens import tokenize
+from toolkit.text.tokens import token_text, tokenize
 
 
 def exact_match(hypotheses: Sequence[list[str]], references: Sequence[list[str]]) -> float:
@@ -99,14 +99,14 @@ def score(
     tags, also report exact match for each tag.
 
     BLEU and chrF compare the texts as they are. Exact match compares them word for word
-    (`toolkit.text.tokens.tokenize` on both sides), so only spacing around punctuation is
-    forgiven. Sentences tagged `apart` (the held-out combinations) count for that tag alone,
+    (`toolkit.text.tokens.tokenize` on both sides, its spacing marks left out), so only
+    spacing around punctuation is forgiven. Sentences tagged `apart` (the held-out combinations) count for that tag alone,
     so each other phenomenon is scored on ordinary sentences and generalisation gets its
     own row.
     """
     _check_texts(hypotheses, references)
-    words = [tokenize(hypothesis) for hypothesis in hypotheses]
-    tokens = [tokenize(reference) for reference in references]
+    words = [_words(hypothesis) for hypothesis in hypotheses]
+    tokens = [_words(reference) for reference in references]
     groups: dict[str, list[int]] = defaultdict(list)
     for index, tags in enumerate(phenomena or []):
         for tag in [apart] if apart in tags else tags:
@@ -120,3 +120,8 @@ def score(
         exact_match(words, tokens), scored.score, scored.signature, len(references),
         per_phenomenon, characters.score, characters.signature,
     )
+
+
+def _words(text: str) -> list[str]:
+    """The word-level tokens of a text without their spacing marks: "don ' t" is "don't"."""
+    return [token_text(token) for token in tokenize(text)]
