@@ -100,9 +100,9 @@ def score(
 
     BLEU and chrF compare the texts as they are. Exact match compares them word for word
     (`toolkit.text.tokens.tokenize` on both sides, its spacing marks left out), so only
-    spacing around punctuation is forgiven. Sentences tagged `apart` (the held-out combinations) count for that tag alone,
-    so each other phenomenon is scored on ordinary sentences and generalisation gets its
-    own row.
+    spacing around punctuation is forgiven. Sentences tagged `apart` (the held-out
+    combinations) count for that tag alone, so each other phenomenon is scored on ordinary
+    sentences and generalisation gets its own row.
     """
     _check_texts(hypotheses, references)
     words = [_words(hypothesis) for hypothesis in hypotheses]
