@@ -11,6 +11,7 @@ from course_tools.student import (
     CHECK,
     SOLUTION,
     STUB,
+    TEACHER,
     ExerciseLayoutError,
     defined_names,
     student_version,
@@ -59,10 +60,27 @@ def test_the_student_version_keeps_stubs_and_checks_and_drops_answers_and_output
     first_code["execution_count"] = 1
     student = student_version(notebook, TAUGHT[3].name)
     kept = [cell["id"] for cell in student["cells"]]
-    assert kept == [cell["id"] for cell in notebook["cells"] if SOLUTION not in tags(cell)]
+    assert kept == [cell["id"] for cell in notebook["cells"]
+                    if SOLUTION not in tags(cell) and TEACHER not in tags(cell)]
     assert all(cell.get("outputs", []) == [] and cell.get("execution_count") is None
                for cell in student["cells"])
     assert sum(STUB in tags(cell) for cell in student["cells"]) >= 2
+
+
+# What only the teacher's edition may say: that answers exist, and where.
+TEACHER_WORDS = ("solution", "one possible answer", "make student", "teaching.md")
+
+
+def test_no_student_notebook_speaks_of_the_answers(tmp_path):
+    """Every student notebook introduces its exercises without pointing to answers."""
+    write_student_notebooks(ROOT / "notebooks", tmp_path)
+    for path in sorted(tmp_path.glob("*.ipynb")):
+        for cell in cells(path):
+            text = "".join(cell["source"]).lower()
+            if cell["cell_type"] == "markdown":
+                assert not [word for word in TEACHER_WORDS if word in text], (path.name, text)
+    exercises = [cell for path in TAUGHT for cell in cells(path) if TEACHER in tags(cell)]
+    assert len(exercises) == len(TAUGHT), "each taught notebook has its teacher's note"
 
 
 def test_a_solution_without_its_stub_is_refused_by_name():

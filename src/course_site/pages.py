@@ -93,13 +93,7 @@ Every stage trained on one shared budget and scored on held-out sentences
 
 ## Run it yourself
 
-In a copy of the course's repository:
-
-```bash
-make lab    # the notebooks in JupyterLab
-make test   # every test, notebooks included
-make site   # the course site, in site/
-```
+{RUN_IT_STUDENT if student else RUN_IT}
 
 Everything runs offline on a laptop CPU: the corpus is built in, and this site loads nothing
 from the network; its search works from the files alone, and so does [the trained model,
@@ -113,6 +107,19 @@ live in your browser](try_it.md).
 
 {"" if student else toctree("Teaching", ["teaching"])}
 """
+
+
+RUN_IT = """In a copy of the course's repository:
+
+```bash
+make lab    # the notebooks in JupyterLab
+make test   # every test, notebooks included
+make site   # the course site, in site/
+```"""
+
+RUN_IT_STUDENT = """Open the notebooks your teacher gave you in JupyterLab and run them from
+the top. Each exercise has a stub to complete and a check cell under it: run the check, and
+it prints ✓ or a hint that says what is wrong."""
 
 
 def diff_page(old: int, new: int, notebooks: list[str]) -> str:

@@ -2,10 +2,12 @@
 
 The course notebooks are the teacher's version: each exercise has a stub cell (tag `stub`),
 one possible answer (tag `solution`) and a check cell (tag `check`), and CI runs them end to
-end, so every answer is known to pass its check. `python -m course_tools.student` (what
-`make student` runs) writes the copies a class gets to student/; they are never committed.
-A copy that already exists is kept, since it may hold a student's work: delete it to get a
-fresh one, or pass --overwrite.
+end, so every answer is known to pass its check. Text that speaks of those answers sits in
+cells tagged `teacher`, which the student version leaves out too.
+
+`python -m course_tools.student` (what `make student` runs) writes the copies a class gets
+to student/; they are never committed. A copy that already exists is kept, since it may hold
+a student's work: delete it to get a fresh one, or pass --overwrite.
 """
 
 import argparse
@@ -19,7 +21,7 @@ from toolkit.paths import PROJECT_ROOT
 
 NOTEBOOKS = PROJECT_ROOT / "notebooks"
 STUDENT = PROJECT_ROOT / "student"
-STUB, SOLUTION, CHECK = "stub", "solution", "check"
+STUB, SOLUTION, CHECK, TEACHER = "stub", "solution", "check", "teacher"
 
 
 class ExerciseLayoutError(ValueError):
@@ -37,7 +39,8 @@ def defined_names(cell: dict) -> set[str]:
 
 
 def student_version(notebook: dict, name: str, keep_outputs: bool = False) -> dict:
-    """Leave out each solution cell, after checking that the stub just before it matches.
+    """Leave out each solution cell, after checking that the stub just before it matches,
+    and each cell that speaks of the answers (tag `teacher`).
 
     A notebook to work in has every output cleared; one to read (`keep_outputs`, the site's
     student edition) keeps them, except the checks', which would show the answers passing.
@@ -52,6 +55,8 @@ def student_version(notebook: dict, name: str, keep_outputs: bool = False) -> di
                     f"tagged {STUB!r} that defines the same functions "
                     f"({', '.join(sorted(defined_names(cell))) or 'none'})"
                 )
+            continue
+        if TEACHER in tags(cell):
             continue
         cell = copy.deepcopy(cell)
         if cell["cell_type"] == "code" and (not keep_outputs or CHECK in tags(cell)):

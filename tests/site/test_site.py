@@ -207,5 +207,10 @@ def test_the_student_edition_holds_no_answer_and_no_check_output():
         assert [line for line in checks if line in student] == [], name
     note = "answer is left out, and its check is shown unrun"
     assert note in page_text(STUDENT_SITE / "index.html")
+    # Nor does any page point to the answers, or to the teacher's commands.
+    for page in sorted(STUDENT_SITE.glob("*.html")):
+        text = page_text(page)
+        assert [words for words in ("one possible answer", "make student", "make lab",
+                                    "teaching.md") if words in text] == [], page.name
     assert not (STUDENT_SITE / "teaching.html").exists(), "the teacher's guide holds hints"
     assert (SITE / "teaching.html").exists()
