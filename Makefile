@@ -38,6 +38,7 @@ UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --dist works
 help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
 	@echo "make quick   ruff and the unit tests but the slowest (a minute): the inner loop"
+	@echo "make unit    ruff, the import contracts and every unit test, notebooks left out"
 	@echo "make site    execute the notebooks if needed and render the course to site/"
 	@echo "make site-student   the same without the exercises' answers, in site-student/"
 	@echo "make student write student/: the notebooks without the exercise answers, for a class"
@@ -60,7 +61,8 @@ help:
 	@echo "             (make train ARGS=--help lists every option: corpus, BPE, model, device)"
 	@echo "make train-ddp NPROC=2   the same training with torchrun + DistributedDataParallel,"
 	@echo "             into build/ddp/ (ARGS=... takes the same options)"
-	@echo "make diff A=03 B=04   print what stage B changes in stage A"
+	@echo "make diff A=03 B=04   print what stage B changes in stage A (or: make diff 03 04;"
+	@echo "             make diff A=03 alone compares stage 03 with stage 04)"
 	@echo "make clean   remove build/, site/, site-student/, student/ and the virtualenv"
 
 setup: $(INSTALLED)
@@ -203,10 +205,15 @@ train-ddp: $(INSTALLED)
 	OMP_NUM_THREADS=1 $(BIN)/torchrun --standalone --nproc-per-node=$(NPROC) \
 		-m toolkit.train.ddp $(ARGS)
 
+# make diff A=03 B=04, or make diff 03 04; with one stage, what the next one changes in it.
 A ?= 01
-B ?= 02
+B ?=
+ifeq (diff,$(firstword $(MAKECMDGOALS)))
+  DIFF_STAGES := $(wordlist 2,3,$(MAKECMDGOALS))
+  $(eval $(DIFF_STAGES):;@:)
+endif
 diff: $(INSTALLED)
-	@$(BIN)/python -m toolkit.figures.stagediff $(A) $(B)
+	@$(BIN)/python -m toolkit.figures.stagediff $(or $(DIFF_STAGES),$(A) $(B))
 
 clean:
 	rm -rf build site site-student student $(VENV) .pytest_cache .ruff_cache
