@@ -3,10 +3,15 @@ in each layout: side by side and unified in HTML, and in a terminal of any width
 
 import html
 import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
+from toolkit.figures.stagediff import main as stagediff_main
 from toolkit.figures.stagediff import stage_diff, strip_markers
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_markers_are_stripped_and_marker_only_lines_dropped():
@@ -104,3 +109,20 @@ def test_unknown_or_reversed_stages_are_refused():
         stage_diff(1, 9)
     with pytest.raises(ValueError, match="earlier stage with a later one"):
         stage_diff(2, 1)
+
+
+def test_one_stage_is_compared_with_the_next_and_a_bad_pair_says_how(capsys):
+    assert stagediff_main(["4"]) == 0
+    assert "+++ stage05_stacking.py" in capsys.readouterr().out
+    assert stagediff_main(["4", "2"]) == 2
+    assert "not 4 with 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("goals", "stages"), [
+    (["diff", "03", "04"], "03 04"), (["diff", "A=04"], "04"), (["diff", "A=03", "B=05"], "03 05")])
+def test_make_diff_passes_the_stages_it_was_given(goals, stages):
+    """`make diff 03 04` once ran the 01→02 diff, then failed on "03" as a target."""
+    dry = subprocess.run(["make", "-n", "--no-print-directory", *goals], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    runs = [line for line in dry.stdout.splitlines() if "toolkit.figures.stagediff" in line]
+    assert len(runs) == 1 and runs[0].rstrip().endswith(f"-m toolkit.figures.stagediff {stages}")

@@ -275,10 +275,20 @@ def stage_diff(old: int, new: int) -> StageDiff:
     return StageDiff(old, new)
 
 
-if __name__ == "__main__":
+def main(argv: list[str]) -> int:
+    """`make diff A=03 B=04`, `make diff 03 04`, or one stage: what the next one changes."""
     try:
-        diff = stage_diff(*(int(arg) for arg in sys.argv[1:3]))
-    except (TypeError, ValueError) as error:
-        sys.exit(f"usage: make diff A=03 B=04 ({error})")
+        if not 1 <= len(argv) <= 2:
+            raise ValueError(f"give one or two stage numbers, got {len(argv)}")
+        old = int(argv[0])
+        diff = stage_diff(old, int(argv[1]) if len(argv) == 2 else old + 1)
+    except ValueError as error:
+        print(f"usage: make diff A=03 B=04, or make diff 03 04 ({error})", file=sys.stderr)
+        return 2
     colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     print(diff.text(shutil.get_terminal_size().columns, colour))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
