@@ -273,6 +273,26 @@ def test_translate_says_what_is_wrong_with_a_checkpoint(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_translate_given_a_sentence_where_the_checkpoint_goes_says_so(capsys):
+    import toolkit.translate as command
+    assert command.main(["The dog sleeps."]) == 2
+    error = capsys.readouterr().err
+    assert "'The dog sleeps.' is not a checkpoint file: the first argument is the model" in error
+
+
+@pytest.mark.slow
+def test_translate_says_when_the_model_wrote_no_word(uninterrupted, monkeypatch, capsys):
+    """An undertrained model says <eos> first: an empty line, and a note on why."""
+    import toolkit.translate as command
+    monkeypatch.setattr(command, "translate", lambda model, sentences, *args: [
+        [] if sentence.startswith("The cat") else ["Hund"] for sentence in sentences])
+    assert command.main([str(uninterrupted / "best.pt"), "The dog sleeps.", "The cat sleeps."]) == 0
+    out, err = capsys.readouterr()
+    assert out.split("\n")[:2] == ["Hund", ""]
+    assert "line 2: the model wrote no word (it said <eos> first)" in err
+    assert "line 1" not in err
+
+
 @pytest.mark.slow
 def test_translate_decodes_with_the_beam_it_is_given(uninterrupted):
     """The paper's beam search by default, greedy with --beam-size 1; a bad beam is refused."""

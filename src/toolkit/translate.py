@@ -6,7 +6,8 @@
 Sentences come from the arguments, or else from standard input, and each gets exactly one
 output line, in order: an empty line stays empty, and a sentence the model cannot take (longer
 than its positions reach) gets an empty line and a note on standard error, so the output
-still lines up with the input. Unknown words are noted there too. It decodes with the paper's
+still lines up with the input. Unknown words are noted there too, and so is a translation with
+no word in it, which an undertrained model writes. It decodes with the paper's
 beam search (beam 4, length penalty 0.6; `--beam-size 1` decodes greedily), each translation
 allowed 10 tokens more than its source, where the paper allows 50, and never more than the
 model's positions (`--max-seq-len` in training).
@@ -14,6 +15,7 @@ model's positions (`--max-seq-len` in training).
 
 import argparse
 import sys
+from pathlib import Path
 
 import torch
 
@@ -57,6 +59,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if not Path(args.checkpoint).exists() and Path(args.checkpoint).suffix != ".pt":
+        print(f"error: {args.checkpoint!r} is not a checkpoint file: the first argument is the "
+              f"model, as in python -m toolkit.translate build/train/best.pt \"The dog sleeps."
+              f"\" (python -m toolkit.train writes build/train/best.pt)", file=sys.stderr)
+        return 2
     try:
         saved = load_checkpoint(args.checkpoint, pick_device(args.device))
     except (CheckpointError, FileNotFoundError, ValueError) as err:
@@ -92,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
                             saved.model.out_proj.weight.device, args.batch_size, EXTRA_LEN,
                             args.beam_size, args.length_penalty)
     done = dict(zip(order, outputs, strict=True))
+    for number in sorted(number for number, words in done.items() if not words):
+        print(f"line {number}: the model wrote no word (it said <eos> first), as an "
+              f"undertrained checkpoint does: train it longer, or use the run's best.pt",
+              file=sys.stderr)
     for number in range(1, len(lines) + 1):
         print(saved.tgt_vocab.join(done[number]) if number in done else "", flush=True)
     return 0
