@@ -118,6 +118,7 @@ def test_one_stage_is_compared_with_the_next_and_a_bad_pair_says_how(capsys):
     assert "not 4 with 2" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("goals", "stages"), [
     (["diff", "03", "04"], "03 04"), (["diff", "A=04"], "04"), (["diff", "A=03", "B=05"], "03 05")])
 def test_make_diff_passes_the_stages_it_was_given(goals, stages):
