@@ -26,4 +26,7 @@ SAMPLE = {
     "contractions": "I don't know, isn't it? We'll see: they're late.",
     "dashes": "twenty - one, twenty-one, -5 and 1990-2000 — a dash.",
     "special strings": "the <pad> and <eos>, <unk> and <bos> tags, a ▁ and a ￭: ▁▁x￭ ￭.",
+    # A prepended mark (U+0600, U+070F) would join the space after it into one cluster, and
+    # U+001C is whitespace to str.split though not to a regex.
+    "whitespace's edges": "رقم \u0600  ١٢٣ and\x1cthen \u070f end.",
 }

@@ -22,6 +22,7 @@ from toolkit.search.decoding import translate
 from toolkit.text.tokens import detokenize
 from toolkit.train.command import main
 from toolkit.train.run_evaluation import evaluation_sample
+from toolkit.train.run_files import check_output
 from toolkit.train.run_log import read_log
 from toolkit.train.run_options import EXTRA_LEN
 from toolkit.train.run_report import RunResult, report
@@ -185,6 +186,27 @@ def test_a_run_killed_before_its_first_save_can_start_over(uninterrupted, tmp_pa
     assert "starting over, replacing them" in again.stderr
     assert [row["step"] for row in read_log(tmp_path / "log.csv")] == list(range(1, STEPS + 1))
     assert differing_parameters(uninterrupted / "last.pt", tmp_path / "last.pt") == {}
+
+
+@pytest.mark.parametrize(("files", "cleared"), [
+    (["log.csv", "chart.png", "step-00000200.pt"], True),  # killed while writing its first save
+    (["log.csv", "step-00000200.pt", "step-00000400.pt"], False),  # last.pt moved away
+    (["log.csv", "best.pt"], False),
+])
+def test_only_what_a_run_writes_before_its_first_save_is_cleared(tmp_path, files, cleared):
+    for name in files:
+        (tmp_path / name).write_text("x", encoding="utf-8")
+    fresh, resume = (argparse.Namespace(output=tmp_path, resume=flag) for flag in (False, True))
+    with pytest.raises(SystemExit) as refusal:
+        check_output(resume)
+    assert ("start over" in str(refusal.value.code)) == cleared  # never advice that is refused
+    if cleared:
+        check_output(fresh)
+        assert list(tmp_path.iterdir()) == []
+    else:
+        with pytest.raises(SystemExit, match="holds another run's files"):
+            check_output(fresh)
+        assert sorted(path.name for path in tmp_path.iterdir()) == sorted(files)
 
 
 def test_the_report_names_only_the_files_the_run_wrote(tmp_path):

@@ -93,3 +93,14 @@ def test_min_count_keeps_exactly_the_words_seen_that_often(min_count, kept):
     assert vocab.itos[len(SPECIALS):] == kept
     dropped = [word for word in ("cat", "dog", "the", "a") if word not in kept]
     assert vocab.encode(dropped) == [UNK_ID] * len(dropped)
+
+
+def test_a_token_spaced_in_a_way_never_seen_reads_as_its_plain_self():
+    """"sleeps ." marks its full stop ("▁."), which the vocabulary only knows unmarked: it
+    must not become <unk>, nor be reported as an unknown word."""
+    vocab = Vocab.build([Vocab.split("The dog sleeps.")])
+    tokens = Vocab.split("The dog sleeps .")
+    assert tokens[-1] == "▁." and "▁." not in vocab.stoi
+    assert vocab.encode(tokens) == vocab.encode(Vocab.split("The dog sleeps."))
+    assert vocab.unknown(tokens) == []
+    assert vocab.unknown(Vocab.split("The cat sleeps .")) == ["cat"]

@@ -293,8 +293,8 @@
   // marks (\w+ of Python's regex module), and any other visible character is a token of its
   // own, with the marks that belong to it (\X, a grapheme cluster).
   const WORD = /[\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]/u;
-  // Python's \s: JavaScript's, without U+FEFF (a character to Python) and with U+0085.
-  const SPACE = /[^\S\uFEFF]|\u0085/u;
+  // What Python's str.split() splits at (str.isspace), where words and clusters end.
+  const SPACE = /[\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/u;
   const graphemes = typeof Intl !== "undefined" && Intl.Segmenter
     ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
 
@@ -339,7 +339,12 @@
         spaced = true;
         continue;
       } else {
-        const cluster = graphemes ? graphemes.segment(s.slice(i))[Symbol.iterator]().next()
+        // A cluster ends where the whitespace does, as Python splits at whitespace first.
+        let end = i;
+        while (end < s.length && !SPACE.test(String.fromCodePoint(s.codePointAt(end)))) {
+          end += String.fromCodePoint(s.codePointAt(end)).length;
+        }
+        const cluster = graphemes ? graphemes.segment(s.slice(i, end))[Symbol.iterator]().next()
           .value.segment : ch;
         tokens.push(cluster);
         i += cluster.length;
@@ -393,12 +398,15 @@
     if (words.length === 0) {
       throw new Error("cannot translate an empty sentence: type at least one word");
     }
-    const srcIds = [...words.map((w) => (this.srcStoi.has(w) ? this.srcStoi.get(w) : UNK_ID)), EOS_ID];
+    // As Vocab.encode: a token spaced in a way the vocabulary never saw reads as its plain self.
+    const known = (w) => [w, unmark(w)[1]].find((form) => this.srcStoi.has(form));
+    const srcIds = [...words.map((w) => (known(w) !== undefined ? this.srcStoi.get(known(w))
+      : UNK_ID)), EOS_ID];
     if (srcIds.length > this.maxSeqLen) {
       throw new RangeError(`${srcIds.length} source tokens, more than the model's ` +
         `${this.maxSeqLen} positions (max_seq_len): not translated (split it into shorter sentences)`);
     }
-    const unknown = words.filter((w) => !this.srcStoi.has(w)).map((w) => unmark(w)[1]);
+    const unknown = words.filter((w) => known(w) === undefined).map((w) => unmark(w)[1]);
     const limit = Math.min(srcIds.length + EXTRA_LEN, this.maxSeqLen);
     const found = beamSize > 1 ? this.beam(srcIds, limit, beamSize, alpha, watch)
       : this.greedySearch(srcIds, limit);

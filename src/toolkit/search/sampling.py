@@ -40,14 +40,16 @@ def truncate(logits: torch.Tensor, top_k: int | None = None,
         if top_p == 1:  # the whole mass: every token, however far a float sum falls short
             return logits
         # In float64: summed in float32, the mass of 32,000 tokens reaches p before the tail
-        # does, and tokens inside the nucleus would be dropped.
-        ordered, order = logits.double().sort(dim=-1, descending=True)  # (rows, vocab)
+        # does, and tokens inside the nucleus would be dropped. (Apple's GPUs have no float64:
+        # there the sum is done on the CPU.)
+        wide = logits.to("cpu" if logits.device.type == "mps" else logits.device, torch.float64)
+        ordered, order = wide.sort(dim=-1, descending=True)  # (rows, vocab)
         probabilities = ordered.softmax(dim=-1)
         before = probabilities.cumsum(dim=-1) - probabilities  # the mass of the likelier ones
         # A token is kept if the mass of those more likely than it is still below p: the
         # most likely always is, and the last one kept takes the total to p or past it.
         dropped = torch.zeros_like(before, dtype=torch.bool).scatter(-1, order, before >= top_p)
-        logits = logits.masked_fill(dropped, -torch.inf)
+        logits = logits.masked_fill(dropped.to(logits.device), -torch.inf)
     return logits
 
 

@@ -13,7 +13,6 @@ whitespace come back as one space, as they do from the subwords.
 """
 
 import unicodedata
-from itertools import pairwise
 
 import regex
 
@@ -31,10 +30,16 @@ def tokenize(text: str) -> list[str]:
     """Split words from punctuation so that a word-level vocabulary stays small, marking where
     the text's spaces differ from the rule `detokenize` follows; text is first put in Unicode's
     composed form (NFC), so "Mädchen" is one word however typed."""
-    found = list(_TOKEN.finditer(unicodedata.normalize("NFC", text)))
-    tokens = [match.group() for match in found]
-    # spaces[i]: whether the text has a space before token i; the rule's guess beside it
-    spaces = [False] + [after.start() > before.end() for before, after in pairwise(found)]
+    tokens: list[str] = []
+    spaces: list[bool] = []  # whether the text has a space before each token
+    # Whitespace first, as `split_words` finds it, so no token holds any: a grapheme cluster
+    # may otherwise run on into a space (after Arabic's U+0600 number sign, for one).
+    for word in split_words(text):
+        end = 0
+        for match in _TOKEN.finditer(word):
+            tokens.append(match.group())
+            spaces.append(bool(tokens[:-1]) and (end == 0 or match.start() > end))
+            end = match.end()
     usual = _usual_spaces(tokens)
     left, right = [""] * len(tokens), [""] * len(tokens)
     for i in range(1, len(tokens)):

@@ -51,8 +51,10 @@ class Vocab:
         return detokenize(tokens)
 
     def encode(self, tokens: list[str]) -> list[int]:
-        """Unknown words become <unk> instead of failing, so any sentence can be translated."""
-        return [self.stoi.get(token, UNK_ID) for token in tokens]
+        """Unknown words become <unk> instead of failing, so any sentence can be translated; a
+        token spaced in a way the vocabulary never saw ("sleeps ." gives "▁.") reads as its
+        plain self."""
+        return [self.stoi.get(token, self.stoi.get(token_text(token), UNK_ID)) for token in tokens]
 
     def encode_batch(self, sentences: Iterable[list[str]]) -> list[list[int]]:
         """Many sentences at once, the call a subword vocabulary makes fast (`subwords`)."""
@@ -71,4 +73,5 @@ class Vocab:
 
     def unknown(self, tokens: list[str]) -> list[str]:
         """Name the words this vocabulary has never seen, to explain an <unk> to a user."""
-        return [token_text(token) for token in tokens if token not in self.stoi]
+        return [token_text(token) for token in tokens
+                if token not in self.stoi and token_text(token) not in self.stoi]

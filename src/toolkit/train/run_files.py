@@ -32,14 +32,20 @@ def check_output(args: argparse.Namespace, rank: int = 0) -> None:
                if path.name in RUN_FILES or path.match("step-*.pt")]
     names = ", ".join(path.name for path in earlier)
     resumable = (folder / "last.pt").exists()
-    unfinished = not resumable and all(path.name in UNSAVED_RUN_FILES or path.match("step-*.pt")
-                                       for path in earlier)
+    # A run killed before its first last.pt can have written its log, its chart and the
+    # step-N.pt of that first save (written just before last.pt), and nothing else.
+    steps = [path for path in earlier if path.match("step-*.pt")]
+    unfinished = not resumable and len(steps) <= 1 and all(
+        path.name in UNSAVED_RUN_FILES for path in earlier if path not in steps)
     if args.resume and not resumable:
-        stopped = (f"{folder} holds {names} but no last.pt: its run stopped before its first "
-                   f"checkpoint, so " if earlier and unfinished else "")
-        raise SystemExit(f"--resume: {stopped}there is no checkpoint at {folder / 'last.pt'} to "
-                         f"resume from: run the same command without --resume to start over, "
-                         f"or give the run's --output folder")
+        if earlier and unfinished:
+            raise SystemExit(f"--resume: {folder} holds {names} but no last.pt: its run stopped "
+                             f"before its first checkpoint, so there is nothing to resume: run "
+                             f"the same command without --resume to start over")
+        advice = ("start without --resume, or give the run's --output folder" if not earlier
+                  else "give the run's --output folder, or another")
+        raise SystemExit(f"--resume: there is no checkpoint at {folder / 'last.pt'} to resume "
+                         f"from: {advice}")
     if args.resume or not earlier:
         return
     if unfinished:
