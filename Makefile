@@ -136,7 +136,9 @@ notebooks: $(INSTALLED)
 	rm -rf build/notebooks && mkdir -p build/notebooks
 	cp $(NOTEBOOKS) build/notebooks/
 	$(KEPT_RUNS) subwords decoder-only & others=$$!; $(KEPT_RUNS) paper && wait $$others
-	$(NOTEBOOK_ENV) $(NBMAKE) --junitxml=$(NOTEBOOK_TIMES) $(NOTEBOOK_ORDER)
+	@echo "executing $(words $(NOTEBOOK_ORDER)) notebooks in build/notebooks/, two at a time (about 5"
+	@echo "minutes on two cores); a line names each notebook as it ends, with the share done"
+	$(NOTEBOOK_ENV) $(NBMAKE) -v --junitxml=$(NOTEBOOK_TIMES) $(NOTEBOOK_ORDER)
 	touch $(EXECUTED)
 
 # The class's copies: every cell tagged `solution` left out, outputs cleared (never committed).
