@@ -133,6 +133,25 @@ def test_page_fits_its_width_offline_with_figures(browser, page, width):
         assert buttons >= cells > 5
 
 
+# Every code cell whose lines are at most 88 columns, and the longest line of those it holds.
+CODE_CELLS = """
+return [...document.querySelectorAll('.cell_input div.highlight pre')]
+  .map(pre => [Math.max(...pre.textContent.split('\\n').map(line => line.length)),
+               pre.scrollWidth > pre.clientWidth])
+  .filter(([longest]) => longest <= 88);
+"""
+
+
+@pytest.mark.parametrize("page", ["03_masking.html", "04_positional_encoding.html"])
+def test_code_of_88_columns_reads_without_scrolling_at_1280_px(browser, page):
+    """A projector or a laptop shows the whole line: at 1280 px the content column was 75
+    columns wide, and a cell's end ("# your code here: hi…") was cut off."""
+    open_page(browser, (SITE / page).as_uri(), 1280)
+    cells = browser.execute_script(CODE_CELLS)
+    assert len(cells) > 5 and max(longest for longest, _ in cells) > 80
+    assert [longest for longest, scrolls in cells if scrolls] == []
+
+
 def test_a_wide_window_shows_the_diff_side_by_side(browser):
     open_page(browser, (SITE / "diff_03_04.html").as_uri(), 1920)
     browser.save_screenshot(str(SCREENS / "diff_03_04_1920.png"))
