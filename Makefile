@@ -67,16 +67,11 @@ help:
 
 setup: $(INSTALLED)
 
-# pip installs torch (where pip is set up to find its CPU wheel, or where you installed it
-# first: see the README) and uv; uv installs the other pins, fetching them side by side: about
-# 10 s where pip took 80 to 150 fetching one after another.
-$(INSTALLED): requirements.txt pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
-		$$(grep -oE '^(torch|uv)==[^ #]+' requirements.txt)
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --link-mode copy -r requirements.txt
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --link-mode copy --no-deps -e .
-	touch $@
+# course.py does it, as it does for a student without make: pip installs torch (where pip is
+# set up to find its CPU wheel, or where you installed it first: see the README) and uv; uv
+# installs the other pins, fetching them side by side: about 10 s where pip took 80 to 150.
+$(INSTALLED): requirements.txt pyproject.toml course.py
+	$(PYTHON) course.py setup
 
 # The runs the notebooks read back (course_tools.paper_run: notebook 10's paper run; notebook
 # 12's BPE run and notebook 14's stage 08) are committed in assets/kept-runs/ for the code that
@@ -146,13 +141,12 @@ notebooks: $(INSTALLED)
 student: $(INSTALLED)
 	$(BIN)/python -m course_tools.student
 
-# Fresh copies in build/student, run: before any exercise is solved, each check must fail
-# with its hint.
+# Fresh copies, written as a student writes them (course.py) into a folder outside the
+# repository, and run there: before any exercise is solved, each check must fail with its hint.
 student-tests: $(INSTALLED)
-	rm -rf build/student
-	$(BIN)/python -m course_tools.student --to build/student
-	$(NOTEBOOK_ENV) $(BIN)/pytest tests/student -n 2 -p no:cacheprovider --timeout=900 \
-		--durations=0
+	folder=$$(mktemp -d) && $(PYTHON) course.py student --to $$folder/student && \
+	STUDENT_NOTEBOOKS=$$folder/student $(NOTEBOOK_ENV) $(BIN)/pytest tests/student -n 2 \
+		-p no:cacheprovider --timeout=900 --durations=0; status=$$?; rm -rf $$folder; exit $$status
 
 $(EXECUTED): $(NOTEBOOKS) $(SOURCES) | $(INSTALLED)
 	$(MAKE) notebooks

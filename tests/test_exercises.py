@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from course_tools.answer_leaks import answer_fragments, as_run, leaks, shown_before_the_checks
 from course_tools.student import (
     CHECK,
     SOLUTION,
+    SPOILER,
     STUB,
     TEACHER,
     ExerciseLayoutError,
@@ -60,8 +62,10 @@ def test_the_student_version_keeps_stubs_and_checks_and_drops_answers_and_output
     first_code["execution_count"] = 1
     student = student_version(notebook, TAUGHT[3].name)
     kept = [cell["id"] for cell in student["cells"]]
-    assert kept == [cell["id"] for cell in notebook["cells"]
-                    if SOLUTION not in tags(cell) and TEACHER not in tags(cell)]
+    shown = [cell for cell in notebook["cells"]
+             if SOLUTION not in tags(cell) and TEACHER not in tags(cell)]
+    assert kept == [cell["id"] for cell in shown if SPOILER not in tags(cell)] + [
+        "after-the-exercises", *(cell["id"] for cell in shown if SPOILER in tags(cell))]
     assert all(cell.get("outputs", []) == [] and cell.get("execution_count") is None
                for cell in student["cells"])
     assert sum(STUB in tags(cell) for cell in student["cells"]) >= 2
@@ -109,3 +113,37 @@ def test_make_student_writes_every_notebook_without_answers(tmp_path):
         for cell in written:  # what a student gets still parses
             if cell["cell_type"] == "code":
                 ast.parse("".join(cell["source"]))
+
+
+def test_no_answer_shows_before_its_exercise_in_the_student_notebooks():
+    """The teacher's edition shows some answers early (a stage diff, a demonstration); the
+    student edition moves those cells after the exercises. Planted: untagging one fails."""
+    early = {}
+    for path in TAUGHT:
+        notebook = json.loads(path.read_text())
+        answers = answer_fragments(notebook["cells"])
+        assert len(answers) >= 20, f"{path.name}: the answers' fragments were not found"
+        student = student_version(notebook, path.name)["cells"]
+        assert leaks(answers, shown_before_the_checks(student, as_run)) == {}, path.name
+        early[path.name] = leaks(answers, shown_before_the_checks(notebook["cells"], as_run))
+    # The scan finds what a student would: stage 03's diff holds the causal mask's answer.
+    assert "return torch . ones ( length , length , dtype" in early["03_masking.ipynb"][4]
+    assert sum(map(len, early.values())) == 6, early  # the cells tagged spoiler
+
+
+def spoiler_case(*sources: str) -> dict:
+    """A notebook of code cells; the first is tagged spoiler."""
+    cells = [{"cell_type": "code", "id": f"c{i}", "metadata": {"tags": [SPOILER] * (i == 0)},
+              "source": [text], "outputs": [], "execution_count": None}
+             for i, text in enumerate(sources)]
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_a_spoiler_that_later_cells_need_is_refused_by_name():
+    """Moved to the end, it would leave a later cell's name undefined, or read a changed one."""
+    with pytest.raises(ExerciseLayoutError, match="c1.*reads shift, which it defines"):
+        student_version(spoiler_case("shift = 5", "print(shift)"), "x.ipynb")
+    with pytest.raises(ExerciseLayoutError, match="c2.*changes stream, which it reads"):
+        student_version(spoiler_case("print(stream)", "x = 1", "stream = 2"), "x.ipynb")
+    moved = student_version(spoiler_case("shift = 5", "shift = 6\nprint(shift)"), "x.ipynb")
+    assert [cell["id"] for cell in moved["cells"]] == ["c1", "after-the-exercises", "c0"]

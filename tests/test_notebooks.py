@@ -62,3 +62,13 @@ def test_each_stage_notebook_imports_its_own_stage_module(path):
     source = "".join("".join(cell["source"]) for cell in code_cells(path))
     assert f"from stages import {module} as stage" in source
     assert "sys.path" not in source
+
+
+def test_where_numbers_part_the_first_cell_says_so():
+    """Notebook 08 is an appendix on stage 07; stage 08 is notebook 14's: both say which."""
+    def first_cell(name: str) -> str:
+        return " ".join("".join(json.loads((ROOT / "notebooks" / name).read_text())["cells"][0]
+                                ["source"]).split())
+    assert "stage 08, the decoder-only model, is notebook 14's" in first_cell(
+        "08_from_scratch_to_torch_nn.ipynb")
+    assert "builds that model as stage 08" in first_cell("14_decoder_only.ipynb")

@@ -3,7 +3,9 @@
 The course notebooks are the teacher's version: each exercise has a stub cell (tag `stub`),
 one possible answer (tag `solution`) and a check cell (tag `check`), and CI runs them end to
 end, so every answer is known to pass its check. Text that speaks of those answers sits in
-cells tagged `teacher`, which the student version leaves out too.
+cells tagged `teacher`, which the student version leaves out too. A cell that shows an
+answer before its exercise (a stage's diff, a demonstration; tag `spoiler`) moves to the end
+of the student version, after the exercises.
 
 `python -m course_tools.student` (what `make student` runs) writes the copies a class gets
 to student/; they are never committed. A copy that already exists is kept, since it may hold
@@ -21,7 +23,13 @@ from toolkit.paths import PROJECT_ROOT
 
 NOTEBOOKS = PROJECT_ROOT / "notebooks"
 STUDENT = PROJECT_ROOT / "student"
-STUB, SOLUTION, CHECK, TEACHER = "stub", "solution", "check", "teacher"
+STUB, SOLUTION, CHECK, TEACHER, SPOILER = "stub", "solution", "check", "teacher", "spoiler"
+AFTER_EXERCISES = """## After the exercises
+
+The cells below stood earlier in the teacher's edition of this notebook. They show some of
+the exercises' answers (a stage's own code, or a demonstration), so this edition keeps them
+for after the exercises: run them once yours pass their checks.
+"""
 
 
 class ExerciseLayoutError(ValueError):
@@ -38,9 +46,62 @@ def defined_names(cell: dict) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
+def assigned_names(cell: dict) -> set[str]:
+    """The names a code cell binds at its top level (assignments, loops, functions, imports)."""
+    if cell["cell_type"] != "code":
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(ast.parse("".join(cell["source"]))):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return names
+
+
+def read_names(cell: dict) -> set[str]:
+    """The names a code cell reads but does not bind itself (a loop's variable, say)."""
+    if cell["cell_type"] != "code":
+        return set()
+    loaded = {node.id for node in ast.walk(ast.parse("".join(cell["source"])))
+              if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return loaded - assigned_names(cell)
+
+
+def spoilers_last(cells: list[dict], name: str) -> list[dict]:
+    """Move the cells tagged `spoiler` to the end, after a note, once sure that the cells
+    they would then follow neither read a name they define nor change one they read: run
+    top to bottom, the notebook still works and the moved cells show what they showed."""
+    moved = [cell for cell in cells if SPOILER in tags(cell)]
+    if not moved:
+        return cells
+    for i, cell in enumerate(cells):
+        if SPOILER not in tags(cell):
+            continue
+        defined, read = assigned_names(cell), read_names(cell)
+        for other in (other for other in cells[i + 1:] if SPOILER not in tags(other)):
+            if needed := defined & read_names(other):
+                problem = f"reads {', '.join(sorted(needed))}, which it defines"
+            elif changed := read & assigned_names(other):
+                problem = f"changes {', '.join(sorted(changed))}, which it reads"
+            else:
+                defined -= assigned_names(other)
+                continue
+            raise ExerciseLayoutError(
+                f"{name}: cell {cell.get('id')!r} is tagged {SPOILER!r}, but cell "
+                f"{other.get('id')!r} after it {problem}: the student edition moves it to "
+                "the end, after the exercises, where that would break")
+    note = {"cell_type": "markdown", "id": "after-the-exercises", "metadata": {},
+            "source": AFTER_EXERCISES.splitlines(keepends=True)}
+    return [cell for cell in cells if SPOILER not in tags(cell)] + [note, *moved]
+
+
 def student_version(notebook: dict, name: str, keep_outputs: bool = False) -> dict:
     """Leave out each solution cell, after checking that the stub just before it matches,
-    and each cell that speaks of the answers (tag `teacher`).
+    and each cell that speaks of the answers (tag `teacher`); move those that show one
+    (tag `spoiler`) after the exercises.
 
     A notebook to work in has every output cleared; one to read (`keep_outputs`, the site's
     student edition) keeps them, except the checks', which would show the answers passing.
@@ -62,7 +123,7 @@ def student_version(notebook: dict, name: str, keep_outputs: bool = False) -> di
         if cell["cell_type"] == "code" and (not keep_outputs or CHECK in tags(cell)):
             cell["outputs"], cell["execution_count"] = [], None
         cells.append(cell)
-    return {**notebook, "cells": cells}
+    return {**notebook, "cells": spoilers_last(cells, name)}
 
 
 def write_student_notebooks(source: Path = NOTEBOOKS, target: Path = STUDENT,

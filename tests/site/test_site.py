@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from course_site.pages import DIFFS, diff_name
+from course_tools.answer_leaks import answer_fragments, leaks
 from course_tools.student import CHECK, SOLUTION, tags
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,3 +215,31 @@ def test_the_student_edition_holds_no_answer_and_no_check_output():
                                     "teaching.md") if words in text] == [], page.name
     assert not (STUDENT_SITE / "teaching.html").exists(), "the teacher's guide holds hints"
     assert (SITE / "teaching.html").exists()
+
+
+def article_text(page: Path) -> str:
+    """The page's own content, without the navigation and tables of contents around it."""
+    article = re.search(r"<article\b.*</article>", page.read_text(encoding="utf-8"), re.S)
+    assert article, f"{page.name}: no <article>"
+    return html.unescape(re.sub(r"<[^>]+>", "", article.group()))
+
+
+def test_no_answer_shows_before_its_exercise_on_the_student_pages():
+    """Every run of ten code tokens an answer holds (and its exercise does not give) is
+    looked for on the page before the exercises end: diffs, demonstrations, outputs, prose."""
+    early = {}
+    for path in sorted(EXECUTED.glob("*.ipynb")):
+        answers = answer_fragments(json.loads(path.read_text(encoding="utf-8"))["cells"])
+        if not answers:
+            continue
+        page = path.with_suffix(".html").name
+        teacher, student = article_text(SITE / page), article_text(STUDENT_SITE / page)
+        # The student page: everything before the cells moved after the exercises.
+        before = student.split("After the exercises")[0]
+        assert "Exercises" in before, page
+        assert leaks(answers, [(0, before)]) == {}, page
+        early[page] = leaks(answers, [(0, teacher.split("Exercises")[0])])
+    # The scan reads pages as a student does: the teacher's pages show these answers early.
+    assert sorted(page for page, found in early.items() if found) == [
+        "03_masking.html", "04_positional_encoding.html", "07_multi_head.html",
+        "14_decoder_only.html"]

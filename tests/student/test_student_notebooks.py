@@ -1,6 +1,7 @@
 """Run the student notebooks' exercises: every check must fail with its hint, never crash.
 
-`make student-tests` writes fresh student copies to build/student and runs this. Before any
+`make student-tests` writes fresh student copies with `course.py student` into a folder outside
+the repository, as a student on their own laptop would, and runs this there. Before any
 exercise is solved, each check must raise `check.NotYet`, shown as one line of hint, and no
 other cell may fail: a stub that crashes, or a check that passes on a stub, fails this test.
 
@@ -9,6 +10,9 @@ teacher's own, which `make test` already runs end to end, and training there wou
 minutes here. An exercise that leaned on anything else would fail with a NameError.
 """
 
+import os
+from pathlib import Path
+
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -16,7 +20,7 @@ from nbclient import NotebookClient
 from course_tools.student import CHECK, SOLUTION, STUB, tags
 from toolkit.paths import PROJECT_ROOT
 
-FOLDER = PROJECT_ROOT / "build" / "student"
+FOLDER = Path(os.environ.get("STUDENT_NOTEBOOKS", PROJECT_ROOT / "build" / "student"))
 NOTEBOOKS = sorted(FOLDER.glob("*.ipynb"))
 WITH_EXERCISES = [path for path in NOTEBOOKS
                   if any(CHECK in tags(cell) for cell in nbformat.read(path, as_version=4).cells)]

@@ -1,0 +1,75 @@
+"""Find an exercise's answer shown before the exercise: in a stage's diff, a demonstration,
+the prose, wherever a student would read it first.
+
+A leak is a run of `FRAGMENT` code tokens that an answer (a cell tagged `solution`) holds
+and its exercise does not give away (its stub, its statement and its questions do): ten
+tokens are about a line, such as `torch.finfo(scores.dtype).min` or `.triu(diagonal=1)` with
+what surrounds it; common idioms such as `.softmax(dim=-1)` are shorter. Comments are left
+out and every string literal reads as one token, so a docstring is never an answer.
+"""
+
+import re
+
+from course_tools.student import CHECK, SOLUTION, STUB, tags
+from toolkit.figures.stagediff import stage_diff
+
+FRAGMENT = 10
+# A string first, so that a # inside one is not a comment; then a comment, a name, a number.
+_TOKEN = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|#.*|[A-Za-z_]\w*|\d+(?:\.\d*)?(?:e-?\d+)?|\S")
+EXERCISES = "## Exercises"
+_STAGE_DIFF = re.compile(r"stage_diff\((\d+), (\d+)\)")
+Fragment = tuple[str, ...]
+
+
+def code_tokens(text: str) -> list[str]:
+    """The tokens of code or of text that shows code, with comments left out."""
+    return ["STRING" if token[0] in "\"'" else token
+            for token in _TOKEN.findall(text) if token[0] != "#"]
+
+
+def fragments(text: str) -> set[Fragment]:
+    tokens = code_tokens(text)
+    return {tuple(tokens[i:i + FRAGMENT]) for i in range(len(tokens) - FRAGMENT + 1)}
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def as_run(cell: dict) -> str:
+    """A notebook cell as a student sees it once it has run: a `stage_diff(a, b)` call shows
+    stage b's code."""
+    text = source(cell)
+    return "\n".join([text, *(stage_diff(int(old), int(new)).unified()
+                             for old, new in _STAGE_DIFF.findall(text))])
+
+
+def exercises_start(cells: list[dict]) -> int:
+    """Where the Exercises section begins (the end of the notebook if it has none)."""
+    return next((i for i, cell in enumerate(cells) if cell["cell_type"] == "markdown"
+                 and source(cell).lstrip().startswith(EXERCISES)), len(cells))
+
+
+def answer_fragments(cells: list[dict]) -> set[Fragment]:
+    """What the answers hold that the Exercises section's stubs and words do not give."""
+    answers = set().union(*(fragments(source(c)) for c in cells if SOLUTION in tags(c)))
+    given = set().union(*(fragments(source(c)) for c in cells[exercises_start(cells):]
+                          if SOLUTION not in tags(c) and (STUB in tags(c)
+                                                          or c["cell_type"] == "markdown")))
+    return answers - given
+
+
+def shown_before_the_checks(cells: list[dict], shown) -> list[tuple[int, str]]:
+    """The cells before the last check, each as `shown(cell)` renders it for a reader."""
+    last_check = max((i for i, cell in enumerate(cells) if CHECK in tags(cell)), default=-1)
+    return [(i, shown(cell)) for i, cell in enumerate(cells[:last_check])
+            if SOLUTION not in tags(cell)]
+
+
+def leaks(answers: set[Fragment], texts: list[tuple[int, str]]) -> dict[int, list[str]]:
+    """Per cell, the answers' fragments its text shows, each written as one line."""
+    found = {}
+    for i, text in texts:
+        if hits := answers & fragments(text):
+            found[i] = sorted(" ".join(hit) for hit in hits)
+    return found
