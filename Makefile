@@ -32,7 +32,7 @@ NOTEBOOK_ORDER := $(addprefix build/,$(RANKED) $(filter-out $(RANKED),$(NOTEBOOK
 UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --dist worksteal \
               -p no:cacheprovider --timeout=600 --ignore=tests/site --ignore=tests/student
 .PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student \
-        student-tests site site-student site-tests lab data ladder ladder-check ablation \
+        student-kit student-tests site site-student site-tests lab data ladder ladder-check ablation \
         kept-runs bench diff train train-ddp clean
 
 help:
@@ -43,6 +43,8 @@ help:
 	@echo "make site-student   the same without the exercises' answers, in site-student/"
 	@echo "make student write student/: the notebooks without the exercise answers, for a class"
 	@echo "             (a copy already there is kept: delete it for a fresh one)"
+	@echo "make student-kit   build/student-kit/transformer-course.zip: what a student needs on"
+	@echo "             their own laptop, without the answers (python course.py lab, in it)"
 	@echo "make lab     open the notebooks in JupyterLab"
 	@echo "make data    regenerate the built-in corpus in assets/data/"
 	@echo "make mutants plant every classic bug and check a test catches it; writes assets/mutants.json"
@@ -141,12 +143,22 @@ notebooks: $(INSTALLED)
 student: $(INSTALLED)
 	$(BIN)/python -m course_tools.student
 
-# Fresh copies, written as a student writes them (course.py) into a folder outside the
-# repository, and run there: before any exercise is solved, each check must fail with its hint.
+# The zip a class gets: the course without its answers, tests or teacher's guide; a student
+# unzips it and runs `python course.py lab` (docs/students.md, its README).
+student-kit: $(INSTALLED)
+	$(BIN)/python -m course_tools.student_kit
+
+# The kit, unzipped outside the repository; its code (PYTHONPATH: this virtualenv, the kit's
+# own packages and data) writes the student copies beside it and runs them there: before any
+# exercise is solved, each check must fail with its hint. .ci/student-laptop does the same on
+# Python 3.13 with the kit's own set-up, as a student's laptop does.
 student-tests: $(INSTALLED)
-	folder=$$(mktemp -d) && $(PYTHON) course.py student --to $$folder/student && \
-	STUDENT_NOTEBOOKS=$$folder/student $(NOTEBOOK_ENV) $(BIN)/pytest tests/student -n 2 \
-		-p no:cacheprovider --timeout=900 --durations=0; status=$$?; rm -rf $$folder; exit $$status
+	folder=$$(mktemp -d) && $(BIN)/python -m course_tools.student_kit --to $$folder/kit.zip && \
+	$(BIN)/python -m zipfile -e $$folder/kit.zip $$folder && export \
+		PYTHONPATH=$$folder/transformer-course/src STUDENT_NOTEBOOKS=$$folder/student && \
+	$(BIN)/python -m course_tools.student --to $$folder/student && \
+	$(NOTEBOOK_ENV) $(BIN)/pytest tests/student -n 2 -p no:cacheprovider --timeout=900 \
+		--durations=0; status=$$?; rm -rf $$folder; exit $$status
 
 $(EXECUTED): $(NOTEBOOKS) $(SOURCES) | $(INSTALLED)
 	$(MAKE) notebooks

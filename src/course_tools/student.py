@@ -24,6 +24,7 @@ from toolkit.paths import PROJECT_ROOT
 NOTEBOOKS = PROJECT_ROOT / "notebooks"
 STUDENT = PROJECT_ROOT / "student"
 STUB, SOLUTION, CHECK, TEACHER, SPOILER = "stub", "solution", "check", "teacher", "spoiler"
+NOTE_ID = "after-the-exercises"
 AFTER_EXERCISES = """## After the exercises
 
 The cells below stood earlier in the teacher's edition of this notebook. They show some of
@@ -75,7 +76,7 @@ def spoilers_last(cells: list[dict], name: str) -> list[dict]:
     they would then follow neither read a name they define nor change one they read: run
     top to bottom, the notebook still works and the moved cells show what they showed."""
     moved = [cell for cell in cells if SPOILER in tags(cell)]
-    if not moved:
+    if not moved or cells[-len(moved) - 1].get("id") == NOTE_ID:  # none, or moved already
         return cells
     for i, cell in enumerate(cells):
         if SPOILER not in tags(cell):
@@ -93,7 +94,7 @@ def spoilers_last(cells: list[dict], name: str) -> list[dict]:
                 f"{name}: cell {cell.get('id')!r} is tagged {SPOILER!r}, but cell "
                 f"{other.get('id')!r} after it {problem}: the student edition moves it to "
                 "the end, after the exercises, where that would break")
-    note = {"cell_type": "markdown", "id": "after-the-exercises", "metadata": {},
+    note = {"cell_type": "markdown", "id": NOTE_ID, "metadata": {},
             "source": AFTER_EXERCISES.splitlines(keepends=True)}
     return [cell for cell in cells if SPOILER not in tags(cell)] + [note, *moved]
 

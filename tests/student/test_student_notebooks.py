@@ -1,13 +1,15 @@
 """Run the student notebooks' exercises: every check must fail with its hint, never crash.
 
-`make student-tests` writes fresh student copies with `course.py student` into a folder outside
-the repository, as a student on their own laptop would, and runs this there. Before any
+`make student-tests` unzips the student kit (`make student-kit`) outside the repository,
+writes the student copies from it as `course.py student` does, and runs this on them, with
+the kit's own packages. Before any
 exercise is solved, each check must raise `check.NotYet`, shown as one line of hint, and no
 other cell may fail: a stub that crashes, or a check that passes on a stub, fails this test.
 
 Only the set-up cell and the Exercises section run: the cells before the section are the
 teacher's own, which `make test` already runs end to end, and training there would cost
-minutes here. An exercise that leaned on anything else would fail with a NameError.
+minutes here; so do the cells moved after the exercises (tag `spoiler`). An exercise that
+leaned on anything else would fail with a NameError.
 """
 
 import os
@@ -17,7 +19,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from course_tools.student import CHECK, SOLUTION, STUB, tags
+from course_tools.student import CHECK, SOLUTION, SPOILER, STUB, tags
 from toolkit.paths import PROJECT_ROOT
 
 FOLDER = Path(os.environ.get("STUDENT_NOTEBOOKS", PROJECT_ROOT / "build" / "student"))
@@ -34,7 +36,7 @@ def exercises_only(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     start = [i for i, cell in enumerate(cells)
              if cell.cell_type == "markdown" and cell.source.lstrip().startswith(HEADING)]
     assert len(start) == 1, f"expected one {HEADING!r} heading, found {len(start)}"
-    section = cells[start[0]:]
+    section = [cell for cell in cells[start[0]:] if SPOILER not in tags(cell)]
     first_stub = next((i for i, cell in enumerate(section) if STUB in tags(cell)), None)
     assert first_stub is not None, f"no cell tagged {STUB!r} under {HEADING!r}"
     untagged = [cell.id for cell in section[first_stub:] if cell.cell_type == "code"

@@ -1,0 +1,104 @@
+"""course.py, a student's way in without make: set-up steps, student copies, JupyterLab."""
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = ROOT / "course.py"
+spec = importlib.util.spec_from_file_location("course", COMMAND)
+course = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(course)
+
+
+def test_another_python_is_refused_with_the_ones_to_use(monkeypatch):
+    monkeypatch.setattr(course, "SUPPORTED", ((3, 8), (3, 9)))
+    with pytest.raises(SystemExit, match=r"the course needs 3\.8 to 3\.9\. Run it with one"):
+        course.set_up()
+
+
+def test_a_failing_step_stops_with_the_command_it_was():
+    with pytest.raises(SystemExit, match="this step failed: .* -c raise SystemExit"):
+        course.run(sys.executable, "-c", "raise SystemExit(3)")
+
+
+def test_the_virtualenv_is_set_up_again_when_a_pin_changes(monkeypatch, tmp_path):
+    stamp, pins = tmp_path / ".installed", tmp_path / "requirements.txt"
+    pins.write_text("torch==2.13.0\n")
+    monkeypatch.setattr(course, "INSTALLED", stamp)
+    monkeypatch.setattr(course, "PINS", (pins,))
+    assert not course.is_set_up()
+    stamp.touch()
+    assert course.is_set_up()
+    os.utime(pins, (time.time() + 5, time.time() + 5))  # a pin edited after the set-up
+    assert not course.is_set_up()
+
+
+def course_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, COMMAND, *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.slow
+def test_student_writes_the_copies_anywhere_and_keeps_a_students_work(tmp_path):
+    folder = tmp_path / "my course"
+    first = course_py("student", "--to", str(folder), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    written = sorted(path.name for path in folder.glob("*.ipynb"))
+    assert written == sorted(path.name for path in (ROOT / "notebooks").glob("*.ipynb"))
+    assert "solution" not in (folder / "03_masking.ipynb").read_text()
+    (folder / "03_masking.ipynb").write_text("a student's work")
+    again = course_py("student", "--to", str(folder), cwd=tmp_path)
+    assert "03_masking.ipynb: kept the copy already in" in again.stdout
+    assert (folder / "03_masking.ipynb").read_text() == "a student's work"
+
+
+@pytest.mark.slow
+def test_lab_serves_the_student_notebooks_with_the_courses_python(tmp_path):
+    """JupyterLab opens on the student folder; its python3 kernel is the virtualenv's."""
+    folder = tmp_path / "student"
+    environment = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    lab = subprocess.Popen(
+        [sys.executable, COMMAND, "lab", "--to", str(folder), "--no-browser",
+         "--ServerApp.port=0"], cwd=tmp_path, env=environment, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        address = None
+        for line in lab.stdout:
+            if found := re.search(r"(http://127\.0\.0\.1:\d+)/lab\?token=(\w+)", line):
+                address = found.groups()
+                break
+        assert address, "JupyterLab printed no address"
+        base, token = address
+
+        def api(path: str) -> dict:
+            request = urllib.request.Request(f"{base}/api/{path}",
+                                             headers={"Authorization": f"token {token}"})
+            for _ in range(60):  # the address may be printed before the port takes calls
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as response:
+                        return json.load(response)
+                except urllib.error.URLError:
+                    time.sleep(0.5)
+            raise AssertionError(f"JupyterLab never answered at {base}")
+
+        listed = {item["name"] for item in api("contents")["content"]}
+        assert "00_data_and_tokens.ipynb" in listed and "03_masking.ipynb" in listed
+        kernels = api("kernelspecs")
+        assert kernels["default"] == "python3"
+        python3 = kernels["kernelspecs"]["python3"]
+        # The spec that starts the server's own Python, the virtualenv's; one installed
+        # elsewhere on the machine names another Python, without the course's packages.
+        assert python3["spec"]["argv"][0] == "python", python3["spec"]
+    finally:
+        lab.terminate()
+        lab.wait(timeout=30)
