@@ -36,6 +36,8 @@ UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --dist works
         kept-runs bench diff train train-ddp clean
 
 help:
+	@echo "python3 course.py lab   without make (Windows: py course.py lab): set up .venv, write"
+	@echo "             student/ and open it in JupyterLab (python3 course.py --help: the rest)"
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
 	@echo "make quick   ruff and the unit tests but the slowest (a minute): the inner loop"
 	@echo "make unit    ruff, the import contracts and every unit test, notebooks left out"

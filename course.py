@@ -6,7 +6,7 @@
 
 On Windows type `py` for `python`. Only the standard library runs here: the course's own
 code runs in .venv, where the set-up installs it. A folder of student notebooks may lie
-anywhere (outside the repository too); it works as long as this repository stays where it is.
+anywhere (outside this folder too); it works as long as this folder stays where it is.
 """
 
 import argparse
@@ -55,7 +55,8 @@ def set_up(cpu_torch: bool = False) -> None:
         torch = [pin for pin in pins if pin.startswith("torch==")]
         run(*pip, "--index-url", CPU_TORCH, *torch)
     run(*pip, *pins)
-    uv = (BIN / "uv", "pip", "install", "--quiet", "--python", VENV_PYTHON, "--link-mode", "copy")
+    uv = (VENV_PYTHON, "-m", "uv", "pip", "install", "--quiet", "--python", VENV_PYTHON,
+          "--link-mode", "copy")
     run(*uv, "-r", PINS[0])
     run(*uv, "--no-deps", "-e", ROOT)
     INSTALLED.touch()
@@ -76,7 +77,8 @@ def open_lab(folder: Path, cpu_torch: bool, jupyter_options: list[str]) -> None:
     print(f"Opening JupyterLab on {folder}: start with 00_data_and_tokens.ipynb. "
           "Ctrl-C here stops it.", flush=True)
     try:
-        sys.exit(subprocess.call([str(BIN / "jupyter"), "lab", *jupyter_options], cwd=folder))
+        sys.exit(subprocess.call([str(VENV_PYTHON), "-m", "jupyter", "lab", *jupyter_options],
+                                 cwd=folder))
     except KeyboardInterrupt:
         sys.exit(0)
 

@@ -26,6 +26,7 @@ def test_another_python_is_refused_with_the_ones_to_use(monkeypatch):
         course.set_up()
 
 
+@pytest.mark.slow
 def test_a_failing_step_stops_with_the_command_it_was():
     with pytest.raises(SystemExit, match="this step failed: .* -c raise SystemExit"):
         course.run(sys.executable, "-c", "raise SystemExit(3)")

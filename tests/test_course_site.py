@@ -9,7 +9,7 @@ import pytest
 
 from course_site.build import as_a_terminal_shows, for_the_site
 from course_site.pages import DIFFS, diff_page, guide_page, index_page
-from course_tools.student import CHECK, SOLUTION, TEACHER, tags
+from course_tools.student import CHECK, NOTE_ID, SOLUTION, SPOILER, TEACHER, tags
 from toolkit.outline import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,11 +32,15 @@ def test_a_notebook_that_never_ran_is_refused_with_what_to_do():
 
 
 def test_the_student_edition_drops_answers_and_check_outputs_and_keeps_the_rest():
+    """The rest in the same order, but the spoilers: those come last, after a note."""
     notebook = executed(MASKING)
     teacher = for_the_site(notebook, MASKING.name, student=False)
     student = for_the_site(notebook, MASKING.name, student=True)
-    assert [c["id"] for c in student["cells"]] == \
-        [c["id"] for c in teacher["cells"] if SOLUTION not in tags(c) and TEACHER not in tags(c)]
+    shown = [c for c in teacher["cells"] if SOLUTION not in tags(c) and TEACHER not in tags(c)]
+    spoilers = [c["id"] for c in shown if SPOILER in tags(c)]
+    assert spoilers, "notebook 03 shows its stage diff, tagged spoiler"
+    assert [c["id"] for c in student["cells"]] == [
+        *(c["id"] for c in shown if SPOILER not in tags(c)), NOTE_ID, *spoilers]
     assert any(SOLUTION in tags(c) for c in teacher["cells"])
     for cell in student["cells"]:
         if cell["cell_type"] == "code":

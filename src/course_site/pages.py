@@ -117,9 +117,16 @@ make test   # every test, notebooks included
 make site   # the course site, in site/
 ```"""
 
-RUN_IT_STUDENT = """Open the notebooks your teacher gave you in JupyterLab and run them from
-the top. Each exercise has a stub to complete and a check cell under it: run the check, and
-it prints ✓ or a hint that says what is wrong."""
+RUN_IT_STUDENT = """In the course folder your teacher gave you, one command sets it up the
+first time (a few minutes) and opens your own copies of the notebooks in JupyterLab:
+
+```bash
+python3 course.py lab    # Windows: py course.py lab; Linux without an NVIDIA GPU: add --cpu
+```
+
+Run each notebook from the top. Each exercise has a stub to complete and a check cell under
+it: run the check, and it prints ✓ or a hint that says what is wrong. The folder's README
+says more."""
 
 
 def diff_page(old: int, new: int, notebooks: list[str]) -> str:
