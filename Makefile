@@ -1,5 +1,5 @@
-# Every target bootstraps the pinned virtualenv in .venv first, so a fresh clone needs
-# nothing but Python 3.11 and make.
+# Every target bootstraps the pinned virtualenv in .venv first (course.py setup), so a fresh
+# clone needs nothing but Python 3.11 to 3.13 and make (and npm for the site).
 
 PYTHON ?= python3
 VENV := .venv
@@ -46,8 +46,8 @@ help:
 	@echo "make student write student/: the notebooks without the exercise answers, for a class"
 	@echo "             (a copy already there is kept: delete it for a fresh one)"
 	@echo "make student-kit   build/student-kit/transformer-course.zip: what a student needs on"
-	@echo "             their own laptop, without the answers (python course.py lab, in it)"
-	@echo "make lab     open the notebooks in JupyterLab"
+	@echo "             their own laptop, without the answers (python3 course.py lab, in it)"
+	@echo "make lab     open notebooks/ in JupyterLab: the teacher's edition, with the answers"
 	@echo "make data    regenerate the built-in corpus in assets/data/"
 	@echo "make mutants plant every classic bug and check a test catches it; writes assets/mutants.json"
 	@echo "             (make mutants ONLY=bug04 tries only the mutations whose names contain bug04)"
@@ -146,7 +146,7 @@ student: $(INSTALLED)
 	$(BIN)/python -m course_tools.student
 
 # The zip a class gets: the course without its answers, tests or teacher's guide; a student
-# unzips it and runs `python course.py lab` (docs/students.md, its README).
+# unzips it and runs `python3 course.py lab` (docs/students.md, its README).
 student-kit: $(INSTALLED)
 	$(BIN)/python -m course_tools.student_kit
 

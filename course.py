@@ -1,13 +1,15 @@
 """Set the course up and open it, on Linux, macOS or Windows, with nothing but Python.
 
-    python course.py setup               the pinned virtualenv in .venv (make does this first)
-    python course.py student [--to DIR]  that, then the student notebooks in DIR (student/)
-    python course.py lab [--to DIR]      all of that, then JupyterLab on DIR
+    python3 course.py setup               the pinned virtualenv in .venv (make does this first)
+    python3 course.py student [--to DIR]  that, then the student notebooks in DIR (student/)
+    python3 course.py lab [--to DIR]      all of that, then JupyterLab on DIR
 
-On Windows type `py` for `python`. Only the standard library runs here: the course's own
+On Windows type `py` for `python3`. Only the standard library runs here: the course's own
 code runs in .venv, where the set-up installs it. A folder of student notebooks may lie
 anywhere (outside this folder too); it works as long as this folder stays where it is.
 """
+
+from __future__ import annotations  # so that an older Python gets to say it is too old
 
 import argparse
 import os
@@ -40,14 +42,25 @@ def is_set_up() -> bool:
                                       for pin in PINS)
 
 
+def make_virtualenv() -> None:
+    """.venv with its own pip; one that a failed or stopped set-up left without is made again."""
+    if VENV_PYTHON.exists() and subprocess.call(
+            [str(VENV_PYTHON), "-m", "pip", "--version"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+        return
+    if subprocess.call([sys.executable, "-m", "venv", "--clear", str(VENV)]) != 0:
+        sys.exit("course.py: Python could not make the virtualenv .venv (its message is above). "
+                 "On Debian or Ubuntu, install it first: sudo apt install python3-venv; "
+                 "then run this command again.")
+
+
 def set_up(cpu_torch: bool = False) -> None:
     """Create .venv and install the exact pins, then the course's packages (editable)."""
     if not SUPPORTED[0] <= sys.version_info[:2] <= SUPPORTED[1]:
         sys.exit(f"course.py: this is Python {platform.python_version()}; the course needs "
                  f"3.{SUPPORTED[0][1]} to 3.{SUPPORTED[1][1]}. Run it with one of those "
                  "(python3.12 course.py ..., or py -3.12 course.py ... on Windows).")
-    if not VENV_PYTHON.exists():
-        run(sys.executable, "-m", "venv", VENV)
+    make_virtualenv()
     # pip takes torch (and uv); uv then fetches the other pins side by side, in seconds.
     pins = re.findall(r"^((?:torch|uv)==[^\s#]+)", PINS[0].read_text(), flags=re.M)
     pip = (VENV_PYTHON, "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
@@ -76,21 +89,26 @@ def open_lab(folder: Path, cpu_torch: bool, jupyter_options: list[str]) -> None:
         jupyter_options = ["--allow-root", *jupyter_options]  # containers and cloud VMs
     print(f"Opening JupyterLab on {folder}: start with 00_data_and_tokens.ipynb. "
           "Ctrl-C here stops it.", flush=True)
+    command = [str(VENV_PYTHON), "-m", "jupyter", "lab", *jupyter_options]
+    os.chdir(folder)
+    if os.name != "nt":  # JupyterLab takes this process's place: a signal to it reaches it
+        os.execv(command[0], command)
     try:
-        sys.exit(subprocess.call([str(VENV_PYTHON), "-m", "jupyter", "lab", *jupyter_options],
-                                 cwd=folder))
+        sys.exit(subprocess.call(command))
     except KeyboardInterrupt:
         sys.exit(0)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python course.py", description=__doc__,
+        prog="python3 course.py", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     setup = commands.add_parser("setup", help="the pinned virtualenv in .venv")
     student = commands.add_parser("student", help="the student notebooks in --to")
-    lab = commands.add_parser("lab", help="the student notebooks, opened in JupyterLab")
+    lab = commands.add_parser(
+        "lab", help="the student notebooks, opened in JupyterLab",
+        description="Any other option goes to JupyterLab: --no-browser, --port 8890, ...")
     for command in (setup, student, lab):
         command.add_argument(
             "--cpu", action="store_true",

@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -24,6 +25,40 @@ def test_another_python_is_refused_with_the_ones_to_use(monkeypatch):
     monkeypatch.setattr(course, "SUPPORTED", ((3, 8), (3, 9)))
     with pytest.raises(SystemExit, match=r"the course needs 3\.8 to 3\.9\. Run it with one"):
         course.set_up()
+
+
+# Pythons a student may have first (macOS's own is 3.9), where they are installed here.
+def installed_python(version: str) -> Path | str | None:
+    """A real interpreter of that version (pyenv's own, or the system's), not a shim."""
+    pyenv = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python"))
+    return pyenv[0] if pyenv else shutil.which(f"python{version}", path="/usr/bin:/usr/local/bin")
+
+
+OLDER = [python for version in ("3.8", "3.9", "3.10") if (python := installed_python(version))]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not OLDER, reason="no Python older than 3.11 on this machine")
+@pytest.mark.parametrize("python", OLDER)
+def test_an_older_python_itself_says_which_ones_to_use(python, tmp_path):
+    """course.py must get as far as its message on the Python it refuses, not crash first."""
+    refused = subprocess.run([python, COMMAND, "setup"], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert "the course needs 3.11 to 3.13" in refused.stderr
+
+
+@pytest.mark.slow
+def test_a_virtualenv_left_without_pip_is_made_again(monkeypatch, tmp_path):
+    """A set-up stopped half way (or python3-venv missing) leaves .venv without pip."""
+    venv = tmp_path / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    python = venv / "bin" / "python"
+    monkeypatch.setattr(course, "VENV", venv)
+    monkeypatch.setattr(course, "VENV_PYTHON", python)
+    assert subprocess.call([python, "-m", "pip", "--version"], stderr=subprocess.DEVNULL) != 0
+    course.make_virtualenv()
+    assert subprocess.call([python, "-m", "pip", "--version"], stdout=subprocess.DEVNULL) == 0
 
 
 @pytest.mark.slow
@@ -67,7 +102,15 @@ def test_student_writes_the_copies_anywhere_and_keeps_a_students_work(tmp_path):
 def test_lab_serves_the_student_notebooks_with_the_courses_python(tmp_path):
     """JupyterLab opens on the student folder; its python3 kernel is the virtualenv's."""
     folder = tmp_path / "student"
-    environment = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    # A `python3` kernel of the user's own, for another Python (an old Anaconda's, say): the
+    # virtualenv's must still win (jupyter_core prefers a virtualenv's paths to the user's).
+    user_kernel = tmp_path / "data" / "kernels" / "python3"
+    user_kernel.mkdir(parents=True)
+    (user_kernel / "kernel.json").write_text(json.dumps(
+        {"argv": ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+         "display_name": "Python 3 (another)", "language": "python"}))
+    environment = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+                   "JUPYTER_DATA_DIR": str(tmp_path / "data")}
     lab = subprocess.Popen(
         [sys.executable, COMMAND, "lab", "--to", str(folder), "--no-browser",
          "--ServerApp.port=0"], cwd=tmp_path, env=environment, text=True,

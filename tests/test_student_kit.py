@@ -28,6 +28,7 @@ def test_the_kit_runs_the_course_without_make(kit):
     assert notebooks == sorted(f"notebooks/{path.name}"
                                for path in (PROJECT_ROOT / "notebooks").glob("*.ipynb"))
     assert kit["README.md"] == (PROJECT_ROOT / "docs" / "students.md").read_bytes()
+    assert kit["COURSE_README.md"] == (PROJECT_ROOT / "README.md").read_bytes()  # notebooks cite it
 
 
 def test_the_kit_holds_no_answer_and_no_teachers_note(kit):
@@ -41,9 +42,13 @@ def test_the_kit_holds_no_answer_and_no_teachers_note(kit):
         assert all(not cell.get("outputs") for cell in cells), name
 
 
-def test_the_zip_unpacks_to_one_folder(tmp_path):
+def test_the_zip_unpacks_to_one_folder_readable_by_all_and_is_the_same_each_time(tmp_path):
     count = write_kit(tmp_path / "kit.zip")
     with zipfile.ZipFile(tmp_path / "kit.zip") as archive:
         names = archive.namelist()
         assert archive.testzip() is None
+        modes = {entry.filename: entry.external_attr >> 16 for entry in archive.infolist()}
     assert len(names) == count and {name.split("/")[0] for name in names} == {KIT}
+    assert modes[f"{KIT}/course.py"] == 0o755 and modes[f"{KIT}/README.md"] == 0o644
+    write_kit(tmp_path / "again.zip")  # a teacher can tell two kits apart by their bytes
+    assert (tmp_path / "again.zip").read_bytes() == (tmp_path / "kit.zip").read_bytes()

@@ -119,7 +119,9 @@ def stage_sources(executed: Path, source: Path, student: bool) -> None:
                                         encoding="utf-8")
         notebooks[path.name] = notebook
     (source / "index.md").write_text(index_page(notebooks, student), encoding="utf-8")
-    for old, new in DIFFS:
+    # A diff is a stage's own code, which answers exercises: the student edition shows each
+    # one only in its notebook, after the exercises (course_tools.student, tag `spoiler`).
+    for old, new in [] if student else DIFFS:
         (source / f"{diff_name(old, new)}.md").write_text(diff_page(old, new, list(notebooks)),
                                                            encoding="utf-8")
     (source / "try_it.md").write_text(try_page(), encoding="utf-8")

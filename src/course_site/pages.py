@@ -53,7 +53,7 @@ def index_page(notebooks: dict[str, dict], student: bool) -> str:
     for name, notebook in notebooks.items():
         number = stage_number(Path(name))
         changed = (f" · [what changed]({diff_name(grows_from(number), number)}.md)"
-                   if number and number > 1 else "")
+                   if number and number > 1 and not student else "")
         items.append(f"{int(name[:2])}. [{title(notebook)}]({name}){changed}  \n"
                      f"   {learning_goal(notebook)}")
     runs = load_runs()
@@ -63,17 +63,18 @@ def index_page(notebooks: dict[str, dict], student: bool) -> str:
                "its check is shown unrun.\n:::\n" if student else "")
     teaching = "" if student else (
         "**Teaching a class?** The [teacher's guide](teaching.md) plans seven sessions of 90 "
-        "minutes, `make student` writes the notebooks without their exercise answers, and "
-        "`make site-student` this site without them.")
+        "minutes, `make student-kit` writes what students set up on their own laptops, without "
+        "the exercises' answers, and `make site-student` this site without them.")
     chart = "![The ladder: exact match, held-out exact match and BLEU per stage](ladder.png)" \
         if CHART_PATH.exists() else ""
     stems = [Path(name).stem for name in notebooks]
+    journey = ("" if student else
+               f", and the [whole journey from stage 01 to 07]({diff_name(1, 7)}.md) is one diff")
     return f"""# The Transformer, stage by stage
 {edition}
 The Transformer of [Attention Is All You Need](https://arxiv.org/abs/1706.03762), built in
 PyTorch one idea at a time. Each page is an executed notebook; each stage's code is the
-previous stage's plus exactly one idea, and the [whole journey from stage 01 to
-07]({diff_name(1, 7)}.md) is one diff.
+previous stage's plus exactly one idea{journey}.
 
 ## The course
 
@@ -101,7 +102,7 @@ live in your browser](try_it.md).
 
 {toctree("The course", stems)}
 
-{toctree("What each stage changes", [diff_name(*pair) for pair in DIFFS])}
+{"" if student else toctree("What each stage changes", [diff_name(*pair) for pair in DIFFS])}
 
 {toctree("Try it", ["try_it"])}
 

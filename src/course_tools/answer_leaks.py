@@ -5,7 +5,11 @@ A leak is a run of `FRAGMENT` code tokens that an answer (a cell tagged `solutio
 and its exercise does not give away (its stub, its statement and its questions do): ten
 tokens are about a line, such as `torch.finfo(scores.dtype).min` or `.triu(diagonal=1)` with
 what surrounds it; common idioms such as `.softmax(dim=-1)` are shorter. Comments are left
-out and every string literal reads as one token, so a docstring is never an answer.
+out, and a string written on one line reads as one token. A quote that follows a letter (the
+apostrophe of "stage's") starts no string, so prose is read word by word.
+
+In a notebook, `as_run` adds what a `stage_diff(a, b)` call shows; other outputs (notebook
+01 prints its whole stage module) are read on the executed site's pages (tests/site).
 """
 
 import re
@@ -15,7 +19,8 @@ from toolkit.figures.stagediff import stage_diff
 
 FRAGMENT = 10
 # A string first, so that a # inside one is not a comment; then a comment, a name, a number.
-_TOKEN = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|#.*|[A-Za-z_]\w*|\d+(?:\.\d*)?(?:e-?\d+)?|\S")
+_TOKEN = re.compile(r"""(?<!\w)"[^"\n]*"|(?<!\w)'[^'\n]*'|#.*"""
+                    r"|[A-Za-z_]\w*|\d+(?:\.\d*)?(?:e-?\d+)?|\S")
 EXERCISES = "## Exercises"
 _STAGE_DIFF = re.compile(r"stage_diff\((\d+), (\d+)\)")
 Fragment = tuple[str, ...]

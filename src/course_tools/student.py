@@ -27,9 +27,8 @@ STUB, SOLUTION, CHECK, TEACHER, SPOILER = "stub", "solution", "check", "teacher"
 NOTE_ID = "after-the-exercises"
 AFTER_EXERCISES = """## After the exercises
 
-The cells below stood earlier in the teacher's edition of this notebook. They show some of
-the exercises' answers (a stage's own code, or a demonstration), so this edition keeps them
-for after the exercises: run them once yours pass their checks.
+The cells below show code that answers some of the exercises above (a stage's own code, or
+a demonstration), so they come after them: run them once yours pass their checks.
 """
 
 
@@ -74,7 +73,8 @@ def read_names(cell: dict) -> set[str]:
 def spoilers_last(cells: list[dict], name: str) -> list[dict]:
     """Move the cells tagged `spoiler` to the end, after a note, once sure that the cells
     they would then follow neither read a name they define nor change one they read: run
-    top to bottom, the notebook still works and the moved cells show what they showed."""
+    top to bottom, the notebook still works, and the moved cells read the names they read
+    before (what a cell changes in place, or the random state, is not checked)."""
     moved = [cell for cell in cells if SPOILER in tags(cell)]
     if not moved or cells[-len(moved) - 1].get("id") == NOTE_ID:  # none, or moved already
         return cells
@@ -141,7 +141,7 @@ def write_student_notebooks(source: Path = NOTEBOOKS, target: Path = STUDENT,
         if (target / path.name).exists() and not overwrite:
             left_out[path.name] = None
             continue
-        left_out[path.name] = len(notebook["cells"]) - len(student["cells"])
+        left_out[path.name] = sum(SOLUTION in tags(cell) for cell in notebook["cells"])
         text = json.dumps(student, indent=1, ensure_ascii=False) + "\n"
         (target / path.name).write_text(text, encoding="utf-8")
     return left_out
@@ -156,14 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         left_out = write_student_notebooks(target=args.to, overwrite=args.overwrite)
     except ExerciseLayoutError as error:
-        print(f"make student: {error}", file=sys.stderr)
+        print(f"course_tools.student: {error}", file=sys.stderr)
         return 1
     for name, count in left_out.items():
         if count is None:
             print(f"{name}: kept the copy already in {args.to} (delete it for a fresh one)")
         else:
-            print(f"{name}: written, {count} solution cell{'s' * (count != 1)} left out")
-    print(f"{len(left_out)} notebooks in {args.to}; give this folder to the class")
+            print(f"{name}: written{f', its {count} answers left out' if count else ''}")
+    print(f"{len(left_out)} notebooks in {args.to}")
     return 0
 
 

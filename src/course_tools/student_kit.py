@@ -1,11 +1,13 @@
 """Write the student kit: one zip with what a student needs to run the course on their own
 machine (Linux, macOS or Windows), and none of the answers.
 
-A student unzips it and runs `python course.py lab`. It holds the repository's tracked files
+A student unzips it and runs `python3 course.py lab`. It holds the repository's tracked files
 but the teacher's: the notebooks are the student versions, the README is the students' guide
-(docs/students.md), and the tests (which name the answers), the teacher's guide, the CI
-scripts and the maintainer's pages stay out. `make student-kit` (what runs this) writes
-build/student-kit/transformer-course.zip.
+(docs/students.md; the course's own README, which the notebooks cite, is COURSE_README.md),
+and the tests, the teacher's guide, the CI scripts and the maintainer's pages stay out. The
+stage modules stay in, since the notebooks import them: they are the course's code, and
+some exercises ask for what they hold, to be written without looking. `make student-kit`
+(what runs this) writes build/student-kit/transformer-course.zip, from a git clone.
 """
 
 import argparse
@@ -22,6 +24,7 @@ from toolkit.paths import PROJECT_ROOT
 KIT = "transformer-course"  # the folder the zip unpacks to
 TARGET = PROJECT_ROOT / "build" / "student-kit" / f"{KIT}.zip"
 GUIDE = "docs/students.md"
+COURSE_README = "COURSE_README.md"  # the repository's README, which the notebooks cite
 # The teacher's: the answers (notebooks, replaced; tests), the guides, CI and maintenance.
 LEFT_OUT = ("notebooks/", "tests/", "docs/", ".ci/", "Makefile", "README.md", ".gitignore")
 
@@ -45,6 +48,7 @@ def kit_files(root: Path = PROJECT_ROOT) -> dict[str, bytes]:
         text = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
         files[f"notebooks/{path.name}"] = text.encode()
     files["README.md"] = (root / GUIDE).read_bytes()
+    files[COURSE_README] = (root / "README.md").read_bytes()
     return {f"{KIT}/{name}": content for name, content in files.items()}
 
 
@@ -54,7 +58,11 @@ def write_kit(target: Path = TARGET, root: Path = PROJECT_ROOT) -> int:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, content in files.items():
-            archive.writestr(name, content)
+            entry = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))  # the same kit, byte
+            # for byte, from the same course
+            executable = name.endswith("course.py")
+            entry.external_attr = (0o755 if executable else 0o644) << 16  # readable by all
+            archive.writestr(entry, content, zipfile.ZIP_DEFLATED)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(buffer.getvalue())
     return len(files)
@@ -72,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     size = args.to.stat().st_size / 2**20
     print(f"{args.to}: {count} files, {size:.1f} MB. Give it to the class: each student "
-          f"unzips it and runs `python course.py lab` in {KIT}/ (README.md there says more)")
+          f"unzips it and runs `python3 course.py lab` in {KIT}/ (README.md there says more)")
     return 0
 
 

@@ -119,6 +119,10 @@ def test_every_notebook_and_diff_has_a_page_linked_from_the_index():
         assert notebook.with_suffix(".html").name in links, notebook.name
     for old, new in DIFFS:
         assert f"{diff_name(old, new)}.html" in links
+    # A diff shows a stage's code, which answers exercises: the student edition has no diff
+    # pages, and shows each diff in its notebook, after the exercises.
+    assert not list(STUDENT_SITE.glob("diff_*.html"))
+    assert not [link for link in parse(STUDENT_SITE / "index.html").links if "diff_" in link]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=name)
@@ -241,5 +245,5 @@ def test_no_answer_shows_before_its_exercise_on_the_student_pages():
         early[page] = leaks(answers, [(0, teacher.split("Exercises")[0])])
     # The scan reads pages as a student does: the teacher's pages show these answers early.
     assert sorted(page for page, found in early.items() if found) == [
-        "01_naive_attention.html", "03_masking.html", "04_positional_encoding.html", "07_multi_head.html",
-        "14_decoder_only.html"]
+        "01_naive_attention.html", "03_masking.html", "04_positional_encoding.html",
+        "07_multi_head.html", "14_decoder_only.html"]
