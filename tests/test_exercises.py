@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from course_tools.answer_leaks import answer_fragments, as_run, leaks, shown_before_the_checks
+from course_tools.answer_leaks import (
+    answer_fragments,
+    as_run,
+    exercises_start,
+    leaks,
+    shown_before_the_checks,
+)
 from course_tools.student import (
     CHECK,
     SOLUTION,
@@ -129,6 +135,22 @@ def test_no_answer_shows_before_its_exercise_in_the_student_notebooks():
     # The scan finds what a student would: stage 03's diff holds the causal mask's answer.
     assert "return torch . ones ( length , length , dtype" in early["03_masking.ipynb"][4]
     assert sum(map(len, early.values())) == 6, early  # the cells tagged spoiler
+
+
+STAGE_CODE = re.compile(r"stage_diff\(|Code\(filename=stage")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")),
+                         ids=lambda path: path.name)
+def test_every_cell_that_shows_a_stages_code_before_the_exercises_is_a_spoiler(path):
+    """A stage's code answers exercises, in other names than theirs (which the scan of ten
+    tokens above can miss): its cells, with their introductions, come after the exercises."""
+    notebook = json.loads(path.read_text())["cells"]
+    start = exercises_start(notebook)
+    shown = [cell["id"] for cell in notebook[:start] if cell["cell_type"] == "code"
+             and STAGE_CODE.search("".join(cell["source"])) and SPOILER not in tags(cell)]
+    if any(SOLUTION in tags(cell) for cell in notebook):
+        assert shown == [], f"{path.name}: tag these cells {SPOILER!r}"
 
 
 def spoiler_case(*sources: str) -> dict:

@@ -83,7 +83,7 @@ def for_the_site(notebook: dict, name: str, student: bool) -> dict:
     if student:
         notebook = student_version(notebook, name, keep_outputs=True)
     number = stage_number(Path(name))
-    if number and number > 1:
+    if number and number > 1 and not student:  # the student site has no diff pages
         old = grows_from(number)
         link = (f"*What stage {number:02d} changes in stage {old:02d}'s code:* "
                 f"[the diff]({diff_name(old, number)}.md).")
