@@ -109,6 +109,46 @@ def test_the_scale_left_out_of_the_javascript_is_caught(tmp_path, model_and_data
     assert js["tokens"] != tokens[0] or largest_difference(js, weights) > 1e-3
 
 
+CUT = """
+const [modelFile, translatorFile, text] = process.argv.slice(1);
+require(modelFile);
+const { Translator } = require(translatorFile);
+const t = new Translator(globalThis.TRANSFORMER_MODEL);
+console.log(JSON.stringify([1, 4].map((beamSize) => {
+  const r = t.translate(text, { beamSize });
+  return { ids: r.ids, ended: r.ended, ...t.attentionOf(r) };
+})));
+"""
+
+
+def test_a_translation_cut_at_max_seq_len_shows_the_attention_its_search_read(tmp_path):
+    """Where the limit is max_seq_len itself, the last token has no position after it: the
+    page shows the rows the search computed (it used to ask for one more, and fail)."""
+    torch.manual_seed(1)  # an untrained model that writes no <pad>, which PyTorch would drop
+    data = load_data()
+    model = stage.Transformer(len(data.src_vocab), len(data.tgt_vocab), embed_dim=32,
+                              num_heads=2, ff_dim=64, max_seq_len=12).eval()
+    sentence = "The dog sees the cat ."  # 7 source ids: its limit, 7 + 10, is cut to 12
+    (tmp_path / "model.js").write_text(model_script(model, data.src_vocab, data.tgt_vocab))
+    done = subprocess.run(["node", "-e", CUT, str(tmp_path / "model.js"), str(TRANSLATOR),
+                           sentence], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-800:]
+    src = torch.tensor([encode_source(data.src_vocab.split(sentence), data.src_vocab)])
+    expected = {1: greedy_decode(model, src, 12)[0],
+                4: beam_decode(model, src, 12, beam_size=4, alpha=0.6)[0][0].tokens}
+    for beam, page in zip((1, 4), json.loads(done.stdout), strict=True):
+        assert not page["ended"] and len(page["ids"]) == 12, (beam, page["ids"])  # cut there
+        assert page["ids"] == expected[beam]
+        with keeping_attention(model), torch.no_grad():
+            model(src, torch.tensor([[2, *page["ids"][:-1]]]))  # what the search read
+            weights = {
+                "encoder": [layer.self_attn.attention[0] for layer in model.encoder_layers],
+                "self": [layer.self_attn.attention[0] for layer in model.decoder_layers],
+                "cross": [layer.cross_attn.attention[0] for layer in model.decoder_layers],
+            }
+        assert largest_difference(page, weights) < 1e-4
+
+
 TOKENIZE = """
 const { Translator } = require(process.argv[1]);
 const texts = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));

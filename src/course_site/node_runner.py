@@ -23,9 +23,7 @@ const { sentences, beamSize } = JSON.parse(fs.readFileSync(inputFile, 'utf8'));
 const t = new Translator(globalThis.TRANSFORMER_MODEL);
 console.log(JSON.stringify(sentences.map((s) => {
   const r = t.translate(s, { beamSize });
-  const { memory, attention } = t.encode(r.srcIds);
-  const d = t.decode([2, ...r.ids], memory);
-  return { ids: r.ids, encoder: attention, self: d.selfAttention, cross: d.crossAttention };
+  return { ids: r.ids, ended: r.ended, ...t.attentionOf(r) };
 })));
 """
 

@@ -229,9 +229,7 @@ return sentences.map((s) => t.translate(s, { beamSize, alpha: 0.6 }).ids);
 ATTENTION = """
 const t = window.tryIt.translator();
 const r = t.translate(arguments[0]);
-const { memory, attention } = t.encode(r.srcIds);
-const d = t.decode([2, ...r.ids], memory);
-return { ids: r.ids, encoder: attention, self: d.selfAttention, cross: d.crossAttention };
+return { ids: r.ids, ended: r.ended, ...t.attentionOf(r) };
 """
 
 
@@ -271,7 +269,8 @@ def attention_difference(browser, run, sentence: str) -> float:
     page = browser.execute_script(ATTENTION, sentence)
     src = torch.tensor([encode_source(run.data.src_vocab.split(sentence), run.data.src_vocab)])
     with keeping_attention(run.model), torch.no_grad():
-        run.model(src, torch.tensor([[2, *page["ids"]]]))
+        read = page["ids"] if page["ended"] else page["ids"][:-1]  # cut at its limit: no row after
+        run.model(src, torch.tensor([[2, *read]]))
         ours = {"encoder": [layer.self_attn.attention[0] for layer in run.model.encoder_layers],
                 "self": [layer.self_attn.attention[0] for layer in run.model.decoder_layers],
                 "cross": [layer.cross_attn.attention[0] for layer in run.model.decoder_layers]}

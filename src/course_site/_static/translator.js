@@ -220,6 +220,18 @@
     }
   }
 
+  // Every attention weight behind a translation: the encoder's over the source, and the
+  // decoder's at each position the search read. It read <bos> and every output token but the
+  // last, and the last too where it went on to write <eos>. A translation cut by its limit
+  // wrote its last token there, so no row follows that token: the search never computed one,
+  // and at max_seq_len there is no position for it.
+  Translator.prototype.attentionOf = function (result) {
+    const { memory, attention } = this.encode(result.srcIds);
+    const read = result.ended ? result.ids : result.ids.slice(0, -1);
+    const { selfAttention, crossAttention } = this.decode([BOS_ID, ...read], memory);
+    return { encoder: attention, self: selfAttention, cross: crossAttention };
+  };
+
   // Wu et al. (2016): ((5 + |Y|) / 6)^α, as toolkit.search.beam_search.length_penalty.
   function lengthPenalty(length, alpha) {
     return ((5 + length) / 6) ** alpha;

@@ -23,16 +23,15 @@
   // Every layer's weights for the translation shown: the encoder's over the source, and the
   // decoder's for each output token (the row that produced it) over what it could read.
   function attentionOf(result) {
-    const { memory, attention } = translator.encode(result.srcIds);
-    const input = [2, ...result.ids]; // <bos> and the output: the decoder's inputs
-    const { selfAttention, crossAttention } = translator.decode(input, memory);
+    const { encoder, self, cross } = translator.attentionOf(result);
     const source = [...result.words, "<eos>"];
-    // The last row writes <eos>, unless the search stopped at its limit first.
-    const output = [...result.output, result.ended ? "<eos>" : "(next)"];
+    // The last row writes <eos>; a translation cut by its limit has no row after its last word.
+    const output = result.ended ? [...result.output, "<eos>"] : result.output;
+    const read = ["<bos>", ...result.output].slice(0, output.length);
     return {
-      encoder: { weights: attention, rows: source, cols: source },
-      self: { weights: selfAttention, rows: output, cols: ["<bos>", ...result.output] },
-      cross: { weights: crossAttention, rows: output, cols: source },
+      encoder: { weights: encoder, rows: source, cols: source },
+      self: { weights: self, rows: output, cols: read },
+      cross: { weights: cross, rows: output, cols: source },
     };
   }
 
