@@ -1,6 +1,7 @@
-"""The site's JavaScript Transformer computes what stage 07 computes: the same greedy tokens
-and the same attention weights, run in Node on the model file the site ships. A planted
-bug in the JavaScript (the 1/sqrt(head_dim) scale left out) must fail the comparison."""
+"""The site's JavaScript Transformer computes what stage 07 computes: the same greedy and beam
+tokens (its searches decode with a key/value cache) and the same attention weights, run in
+Node on the model file the site ships. Bugs planted in the JavaScript (the 1/sqrt(head_dim)
+scale left out, a cache that forgets a key or misplaces a position) must fail the comparison."""
 
 import json
 import shutil
@@ -147,6 +148,60 @@ def test_a_translation_cut_at_max_seq_len_shows_the_attention_its_search_read(tm
                 "cross": [layer.cross_attn.attention[0] for layer in model.decoder_layers],
             }
         assert largest_difference(page, weights) < 1e-4
+
+
+CACHED = """
+const fs = require('fs');
+const [modelFile, translatorFile, inputFile] = process.argv.slice(1);
+require(modelFile);
+const { Translator } = require(translatorFile);
+const pairs = JSON.parse(fs.readFileSync(inputFile, 'utf8'));
+const t = new Translator(globalThis.TRANSFORMER_MODEL);
+let largest = 0;
+for (const [src, tgt] of pairs) {
+  const { memory } = t.encode(src);
+  let cache = t.startCache(memory);
+  const tokens = [2, ...tgt];
+  tokens.forEach((token, i) => {
+    const next = t.step(token, cache);
+    cache = next.cache;
+    const whole = t.decode(tokens.slice(0, i + 1), memory).logits;
+    next.logits.forEach((v, j) => { largest = Math.max(largest, Math.abs(v - whole[j])); });
+  });
+}
+console.log(JSON.stringify(largest));
+"""
+CACHE_BUGS = {  # planted in the cached decoder: each must be caught
+    "none": None,
+    "a key not kept": ("layers.push({ ...state, keys, values });",
+                       "layers.push({ ...state, keys: state.keys, values });"),
+    "positions off by one": ('this.embed("tgt_embed.weight", [token], cache.length)',
+                             'this.embed("tgt_embed.weight", [token], cache.length + 1)'),
+}
+
+
+@pytest.mark.parametrize("bug", CACHE_BUGS)
+def test_each_cached_step_gives_the_logits_of_decoding_the_whole_prefix(tmp_path,
+                                                                        model_and_data, bug):
+    """Bit for bit, on 20 test pairs fed their reference as the prefix; a planted bug differs."""
+    model, data = model_and_data
+    pairs = [(encode_source(data.src_vocab.split(source), data.src_vocab),
+              data.tgt_vocab.encode(reference))
+             for source, reference in zip(data.sources("test")[:20],
+                                          data.references("test")[:20], strict=True)]
+    translator = TRANSLATOR.read_text()
+    if CACHE_BUGS[bug]:
+        original, planted = CACHE_BUGS[bug]
+        assert translator.count(original) == 1
+        translator = translator.replace(original, planted)
+    (tmp_path / "model.js").write_text(model_script(model, data.src_vocab, data.tgt_vocab))
+    (tmp_path / "translator.js").write_text(translator)
+    (tmp_path / "pairs.json").write_text(json.dumps(pairs))
+    done = subprocess.run(["node", "-e", CACHED, str(tmp_path / "model.js"),
+                           str(tmp_path / "translator.js"), str(tmp_path / "pairs.json")],
+                          capture_output=True, text=True, check=True, timeout=300)
+    largest = json.loads(done.stdout)
+    assert largest == 0.0 if bug == "none" else largest > 1e-3, largest
 
 
 TOKENIZE = """

@@ -59,19 +59,21 @@
     return exps.map((v) => v / total);
   }
 
-  // PositionalEncoding's sinusoids for positions 0..length-1.
-  function positions(length, embedDim) {
-    const rows = [];
-    for (let p = 0; p < length; p++) {
-      const row = new Float64Array(embedDim);
-      for (let i = 0; i < embedDim; i += 2) {
-        const frequency = Math.exp(i * (-Math.log(10000.0) / embedDim));
-        row[i] = Math.sin(p * frequency);
-        row[i + 1] = Math.cos(p * frequency);
-      }
-      rows.push(row);
+  // PositionalEncoding's sinusoids at position p.
+  function position(p, embedDim) {
+    const row = new Float64Array(embedDim);
+    for (let i = 0; i < embedDim; i += 2) {
+      const frequency = Math.exp(i * (-Math.log(10000.0) / embedDim));
+      row[i] = Math.sin(p * frequency);
+      row[i + 1] = Math.cos(p * frequency);
     }
-    return rows;
+    return row;
+  }
+
+  function argmax(values) {
+    let best = 0;
+    for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
+    return best;
   }
 
   class Translator {
@@ -100,28 +102,36 @@
       return weight;
     }
 
-    embed(table, ids) {
+    // The embeddings of ids at positions start, start + 1, ...
+    embed(table, ids, start = 0) {
       const { values } = this.w(table);
-      const pe = positions(ids.length, this.embedDim);
       return ids.map((id, p) => {
-        const row = new Float64Array(this.embedDim);
+        const row = position(start + p, this.embedDim);
         for (let i = 0; i < this.embedDim; i++) {
-          row[i] = values[id * this.embedDim + i] * this.embedScale + pe[p][i];
+          row[i] += values[id * this.embedDim + i] * this.embedScale;
         }
         return row;
       });
+    }
+
+    // One of an attention module's projections (q_proj, k_proj, v_proj, out_proj) of rows x.
+    project(prefix, part, x) {
+      return linear(x, this.w(`${prefix}.${part}.weight`), this.w(`${prefix}.${part}.bias`));
     }
 
     // MultiHeadAttention.forward: (q_len, embed_dim) queries over (kv_len, embed_dim) keys and
     // values; `causal` hides every key after the query's own position. Returns the output
     // and the weights, (heads, q_len, kv_len), as keep_attention records them.
     attend(prefix, query, keyValue, causal) {
-      const p = (part) => [this.w(`${prefix}.${part}.weight`), this.w(`${prefix}.${part}.bias`)];
-      const q = linear(query, ...p("q_proj"));
-      const k = linear(keyValue, ...p("k_proj"));
-      const v = linear(keyValue, ...p("v_proj"));
+      return this.combine(prefix, this.project(prefix, "q_proj", query),
+        this.project(prefix, "k_proj", keyValue), this.project(prefix, "v_proj", keyValue), causal);
+    }
+
+    // Its second half, on projected queries q, keys k and values v: each head's weights over
+    // the keys, the values they weigh, merged and projected out.
+    combine(prefix, q, k, v, causal) {
       const scale = Math.sqrt(this.headDim);
-      const merged = query.map(() => new Float64Array(this.embedDim));
+      const merged = q.map(() => new Float64Array(this.embedDim));
       const weights = [];
       for (let h = 0; h < this.numHeads; h++) {
         const from = h * this.headDim;
@@ -143,7 +153,7 @@
         }
         weights.push(headWeights);
       }
-      return { out: linear(merged, ...p("out_proj")), weights };
+      return { out: this.project(prefix, "out_proj", merged), weights };
     }
 
     feedForward(prefix, x) {
@@ -207,16 +217,54 @@
 
     // The same, and whether it ended with <eos> (rather than at its limit).
     greedySearch(srcIds, maxLen) {
-      const { memory } = this.encode(srcIds);
+      let cache = this.startCache(this.encode(srcIds).memory);
       const tokens = [BOS_ID];
       for (let step = 0; step < maxLen; step++) {
-        const { logits } = this.decode(tokens, memory);
-        let best = 0;
-        for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
+        const next = this.step(tokens[tokens.length - 1], cache);
+        cache = next.cache;
+        const best = argmax(next.logits);
         if (best === EOS_ID) return { tokens: tokens.slice(1), ended: true };
         tokens.push(best);
       }
       return { tokens: tokens.slice(1), ended: false };
+    }
+
+    // The decoder's cache for one sentence, as stage 07's decode keeps it: each layer's
+    // self-attention keys and values so far (none yet), and its cross-attention keys and
+    // values, projected from the memory once instead of at every step.
+    startCache(memory) {
+      const layers = [];
+      for (let l = 0; l < this.config.num_decoder_layers; l++) {
+        const cross = `decoder_layers.${l}.cross_attn`;
+        layers.push({ keys: [], values: [], crossKeys: this.project(cross, "k_proj", memory),
+          crossValues: this.project(cross, "v_proj", memory) });
+      }
+      return { length: 0, layers };
+    }
+
+    // Transformer.decode for one more token, with a cache: the logits of its position, and a
+    // new cache, with its keys and values added (the old one is left as it was, so the rows
+    // of a beam can go on from the same parent). A step costs the length so far, not its
+    // square, and gives the numbers decode gives on the whole prefix.
+    step(token, cache) {
+      this.checkLength(cache.length + 1);
+      let y = this.embed("tgt_embed.weight", [token], cache.length); // (1, embed_dim)
+      const layers = [];
+      cache.layers.forEach((state, l) => {
+        const layer = `decoder_layers.${l}`;
+        const [self, cross] = [`${layer}.self_attn`, `${layer}.cross_attn`];
+        const keys = [...state.keys, ...this.project(self, "k_proj", y)];
+        const values = [...state.values, ...this.project(self, "v_proj", y)];
+        const attended = this.combine(self, this.project(self, "q_proj", y), keys, values, false);
+        y = this.norm(`${layer}.norm1`, add(y, attended.out));
+        const read = this.combine(cross, this.project(cross, "q_proj", y), state.crossKeys,
+          state.crossValues, false);
+        y = this.norm(`${layer}.norm2`, add(y, read.out));
+        y = this.norm(`${layer}.norm3`, add(y, this.feedForward(`${layer}.feed_forward`, y)));
+        layers.push({ ...state, keys, values });
+      });
+      const [logits] = linear(y, this.w("out_proj.weight"), this.w("out_proj.bias"));
+      return { logits, cache: { length: cache.length + 1, layers } };
     }
   }
 
@@ -248,18 +296,19 @@
   // limit) is finished if it ranks among the beamSize best. `watch` sees each step's kept
   // extensions, best first, as SearchStep records them, to draw the search.
   Translator.prototype.beam = function (srcIds, limit, beamSize = 4, alpha = 0.6, watch = null) {
-    const { memory } = this.encode(srcIds);
-    let rows = [{ tokens: [BOS_ID], logProb: 0 }];
+    let rows = [{ tokens: [BOS_ID], logProb: 0, cache: this.startCache(this.encode(srcIds).memory) }];
     const finished = [];
     for (let step = 0; step < limit; step++) {
       const candidates = [];
-      rows.forEach((row, r) => {
+      const after = rows.map((row, r) => { // each row's cache once its last token is read
         if (row.logProb === -Infinity) {
           this.tgtItos.forEach((_, token) => candidates.push({ r, token, logProb: -Infinity }));
-          return;
+          return row.cache;
         }
-        const logProbs = logSoftmax(this.decode(row.tokens, memory).logits);
-        logProbs.forEach((lp, token) => candidates.push({ r, token, logProb: row.logProb + lp }));
+        const { logits, cache } = this.step(row.tokens[row.tokens.length - 1], row.cache);
+        logSoftmax(logits).forEach((lp, token) => candidates.push({ r, token,
+          logProb: row.logProb + lp }));
+        return cache;
       });
       // Best first. Exact ties are rare; here the lower row and token win, an order that
       // torch.topk does not promise.
@@ -290,7 +339,7 @@
       const next = kept.filter((c) => c.goesOn).concat(kept.filter((c) => !c.goesOn))
         .slice(0, beamSize)
         .map((c) => ({ tokens: [...rows[c.r].tokens, c.token],
-          logProb: c.goesOn ? c.logProb : -Infinity }));
+          logProb: c.goesOn ? c.logProb : -Infinity, cache: after[c.r] }));
       const bestLive = Math.max(...next.map((row) => row.logProb));
       const bestFinished = Math.max(-Infinity, ...finished.map((h) => h.score));
       if (finished.length >= beamSize || bestLive === -Infinity
