@@ -14,7 +14,7 @@ In a notebook, `as_run` adds what a `stage_diff(a, b)` call shows; other outputs
 
 import re
 
-from course_tools.student import CHECK, SOLUTION, STUB, tags
+from course_tools.student import CHECK, SOLUTION, STUB, source, tags
 from toolkit.figures.stagediff import stage_diff
 
 FRAGMENT = 10
@@ -35,10 +35,6 @@ def code_tokens(text: str) -> list[str]:
 def fragments(text: str) -> set[Fragment]:
     tokens = code_tokens(text)
     return {tuple(tokens[i:i + FRAGMENT]) for i in range(len(tokens) - FRAGMENT + 1)}
-
-
-def source(cell: dict) -> str:
-    return "".join(cell["source"])
 
 
 def as_run(cell: dict) -> str:

@@ -36,22 +36,28 @@ class ExerciseLayoutError(ValueError):
     """A solution cell the generator cannot pair with its stub, so it refuses to guess."""
 
 
+def source(cell: dict) -> str:
+    """A cell's text, which nbformat may store as a list of lines."""
+    return "".join(cell["source"])
+
+
 def tags(cell: dict) -> list[str]:
     return cell.get("metadata", {}).get("tags", [])
 
 
 def defined_names(cell: dict) -> set[str]:
     """The functions a cell defines: a stub and its solution must define the same ones."""
-    tree = ast.parse("".join(cell["source"]))
+    tree = ast.parse(source(cell))
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
 def assigned_names(cell: dict) -> set[str]:
-    """The names a code cell binds at its top level (assignments, loops, functions, imports)."""
+    """The names a code cell binds anywhere in it (assignments, loops, functions, imports),
+    a function's locals too: counting too many only makes the spoiler check stricter."""
     if cell["cell_type"] != "code":
         return set()
     names: set[str] = set()
-    for node in ast.walk(ast.parse("".join(cell["source"]))):
+    for node in ast.walk(ast.parse(source(cell))):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.ClassDef):
@@ -65,7 +71,7 @@ def read_names(cell: dict) -> set[str]:
     """The names a code cell reads but does not bind itself (a loop's variable, say)."""
     if cell["cell_type"] != "code":
         return set()
-    loaded = {node.id for node in ast.walk(ast.parse("".join(cell["source"])))
+    loaded = {node.id for node in ast.walk(ast.parse(source(cell)))
               if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
     return loaded - assigned_names(cell)
 
