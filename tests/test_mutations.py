@@ -194,10 +194,10 @@ def test_the_code_under_test_changes_with_a_test_not_with_a_comment(tmp_path):
 
 
 def test_the_code_under_test_covers_the_javascript_model_and_the_pins(tmp_path):
-    for folder in ("src/course_site/_static", "tests", "assets/data"):
+    for folder in ("src/toolkit/web", "tests", "assets/data"):
         (tmp_path / folder).mkdir(parents=True)
     (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
-    pins, model = tmp_path / "requirements.txt", tmp_path / "src/course_site/_static/model.js"
+    pins, model = tmp_path / "requirements.txt", tmp_path / "src/toolkit/web/model.js"
     pins.write_text("torch==2.13.0\n")
     model.write_text("scores.push(dot / scale);\n")
     before = mutants.code_under_test(tmp_path)

@@ -12,7 +12,6 @@ import pytest
 import torch
 from multilingual import SAMPLE
 
-from course_site.model_script import model_script
 from stages import stage07_multi_head as stage
 from toolkit.batching.batches import encode_source
 from toolkit.batching.data import load_data
@@ -20,8 +19,9 @@ from toolkit.search.beam_search import beam_decode
 from toolkit.search.greedy import greedy_decode
 from toolkit.stage_api import keeping_attention
 from toolkit.text.tokens import detokenize, tokenize
+from toolkit.web.model_script import model_script
 
-TRANSLATOR = (Path(__file__).resolve().parents[1] / "src" / "course_site" / "_static"
+TRANSLATOR = (Path(__file__).resolve().parents[1] / "src" / "toolkit" / "web"
               / "translator.js")
 SENTENCES = 40
 BEAMS = 4  # an untrained model never says <eos>: each beam runs to its limit

@@ -13,9 +13,9 @@ import json
 import shutil
 from pathlib import Path
 
+import torch
 from sphinx.cmd.build import build_main
 
-from course_site.model_script import model_script, site_run
 from course_site.pages import (
     DIFFS,
     diff_name,
@@ -27,8 +27,11 @@ from course_site.pages import (
     try_page,
 )
 from course_tools.ladder import CHART_PATH
+from course_tools.paper_run import PAPER, RECORDED, RUNS, PaperRun, key, paper_run
 from course_tools.student import student_version
 from toolkit.paths import PROJECT_ROOT
+from toolkit.web.model_script import model_script
+from toolkit.web.page import copy_code
 
 EXECUTED = PROJECT_ROOT / "build" / "notebooks"
 GUIDE = PROJECT_ROOT / "docs" / "teaching.md"
@@ -92,6 +95,19 @@ def for_the_site(notebook: dict, name: str, student: bool) -> dict:
     return notebook
 
 
+def site_run() -> PaperRun:
+    """Notebook 10's model, the paper recipe's run on seed 0, as the notebooks kept it: read
+    back on one thread, the key they trained it under (make's NOTEBOOK_ENV), never trained
+    here, so that the page shows the model the notebooks describe."""
+    torch.set_num_threads(1)
+    name = f"seed{PAPER.seed}-{key(PAPER, 'cpu')}.pt"
+    if not (RUNS / name).exists() and not (RECORDED / name).exists():
+        raise SystemExit(f"the site's model {name} is neither in {RECORDED} nor in {RUNS}: run "
+                         f"the notebooks first (make site does), so that the page shows "
+                         f"notebook 10's model")
+    return paper_run()
+
+
 def trained_model_script() -> str:
     """Notebook 10's model as the classic script the Try-it page loads."""
     run = site_run()
@@ -108,8 +124,9 @@ def stage_sources(executed: Path, source: Path, student: bool) -> None:
         shutil.rmtree(source)
     (source / "_static").mkdir(parents=True)
     shutil.copy2(HERE / "conf.py", source / "conf.py")
-    for name in ("course.css", "course.js", "translator.js", "try_it.js"):
+    for name in ("course.css", "course.js"):
         shutil.copy2(HERE / "_static" / name, source / "_static" / name)
+    copy_code(source / "_static")  # the Try-it page's scripts and styles
     (source / "_static" / "model.js").write_text(trained_model_script(), encoding="utf-8")
     copy_mathjax(source / "_static")
     notebooks = {}

@@ -7,6 +7,7 @@ from pathlib import Path
 from course_tools.ladder import CHART_PATH, load_runs, table
 from toolkit.figures.stagediff import stage_diff
 from toolkit.outline import APPENDIX_STAGES, STAGES
+from toolkit.web.page import try_it_form
 
 # Each stage against the one before it, the whole journey from the first to the last, and
 # each appendix stage against stage 07, which it grows from.
@@ -152,9 +153,16 @@ comparison. In a terminal: `make diff A={old:02d} B={new:02d}`.
 """
 
 
+SITE_EXAMPLE = ("Today the small dog does not see the red cars because the cat sleeps "
+                "behind the car.")
+
+
 def try_page() -> str:
     """The trained model in the browser: its scripts load from _static like any file."""
-    return """---
+    return TRY_PAGE.replace("{form}", try_it_form(SITE_EXAMPLE))
+
+
+TRY_PAGE = """---
 html_theme.sidebar_secondary.remove: true
 ---
 # Try it: the trained model in your browser
@@ -168,50 +176,16 @@ to look at: the encoder's, the decoder's own, or the decoder reading the source,
 layer and head. Hover a row to see what that token read.
 
 ```{raw} html
-<div class="try-it" id="try-it">
-<form id="try-form" autocomplete="off" novalidate>
-  <input id="try-source" type="text" aria-label="English sentence"
-    value="Today the small dog does not see the red cars because the cat sleeps behind the car.">
-  <button type="submit">Translate</button>
-  <label>search <select id="try-search"><option value="greedy">greedy</option>
-    <option value="beam">beam 4</option></select></label>
-  <label id="try-alpha-row">α <input id="try-alpha" type="number" value="0.6" min="0" max="2"
-    step="0.1" size="4"></label>
-  <span id="try-time"></span>
-</form>
-<p class="try-output" id="try-output" aria-live="polite"></p>
-<p class="try-note" id="try-message" role="status"></p>
-<p>Source pieces: <span id="try-source-pieces"></span></p>
-<p>Output pieces: <span id="try-output-pieces"></span></p>
-<h2>Attention</h2>
-<p><label>which <select id="try-kind"><option value="cross">cross-attention</option>
-  <option value="encoder">encoder self-attention</option>
-  <option value="self">decoder self-attention</option></select></label>
-  <label>layer <select id="try-layer"></select></label>
-  <label>head <select id="try-head"></select></label></p>
-<p>Decoder rows are labelled with the token each row wrote; notebook 07 labels the same rows
-with the token its query holds, one place to the left. Layers and heads count from 1 here,
-from 0 in the notebooks.</p>
-<p id="try-read"></p>
-<div class="try-scroll" id="try-map"></div>
-<h2>The beam search, step by step</h2>
-<p>With beam 4, each column is one step: the 8 best extensions, best first, each joined to
-the hypothesis it extends, with its log-probability. Blue ones go on; green ones finished,
-with their score (the log-probability divided by the length penalty, which α sets); grey
-ones were dropped.</p>
-<div class="try-scroll" id="try-beam"></div>
-</div>
-<script src="_static/model.js"></script>
-<script src="_static/translator.js"></script>
-<script src="_static/try_it.js"></script>
-```
+{form}```
 
-How it works: `course_site/model_script.py` writes the trained weights into `model.js`, a
+How it works: `toolkit/web/model_script.py` writes the trained weights into `model.js`, a
 classic script (browsers refuse `fetch()` from `file://` but always run a `<script>`), and
-`translator.js` computes stage 07's forward pass in plain JavaScript. The course's tests
-hold this page to PyTorch in Chromium (CI always; `make test` wherever Chromium is
-installed): the same tokens on 200 test sentences, greedy and beam 4 with α = 0.6, and the
-same attention weights on 20 of them. Notebook 08 shows how.
+`translator.js` computes stage 07's forward pass in plain JavaScript, in a worker, so that
+typing never waits for it. The course's tests hold this page to PyTorch in Chromium (CI
+always; `make test` wherever Chromium is installed): the same tokens on 200 test sentences,
+greedy and beam 4 with α = 0.6, and the same attention weights on 20 of them. Notebook 08
+shows how. Your own model gets a page like this one with
+`python -m toolkit.web build/train/best.pt --output build/web`.
 """
 
 

@@ -238,7 +238,7 @@ def pytorch_side():
     """The page's model as PyTorch runs it: tokens for the test sentences, greedy and beam."""
     import torch
 
-    from course_site.model_script import site_run
+    from course_site.build import site_run
     from toolkit.search.decoding import EXTRA_LEN, translate
 
     run = site_run()

@@ -1,9 +1,10 @@
-// The stage-07 Transformer's forward pass in plain JavaScript, for the site's "Try it" page.
+// The stage-07 Transformer's forward pass in plain JavaScript, for the Try-it page.
 //
-// It reads the global that course_site/model_script.py writes (a classic script, so that the
+// It reads the global that toolkit/web/model_script.py writes (a classic script, so that the
 // page works from file:// too) and computes what src/stages/stage07_multi_head.py computes,
-// in float64, one sentence at a time: no batch, so no padding and no key padding mask.
-(function (root) {
+// in float64, one sentence at a time: no batch, so no padding and no key padding mask. The
+// whole file is one function, so that the page can also start it in a worker (try_it.js).
+function defineTranslator(root) {
   "use strict";
 
   const [PAD_ID, UNK_ID, BOS_ID, EOS_ID] = [0, 1, 2, 3]; // toolkit.text.vocab.SPECIALS
@@ -16,11 +17,26 @@
     return new Uint8Array(Buffer.from(base64, "base64")); // Node, for the tests
   }
 
-  // A weight as a row-major Float64Array with its shape: little-endian float32 on the wire.
-  function readWeight({ shape, data }) {
+  // IEEE 754 half precision (1 sign, 5 exponent and 10 fraction bits) as a Number.
+  function fromHalf(bits) {
+    const sign = bits & 0x8000 ? -1 : 1;
+    const exponent = (bits >> 10) & 0x1f, fraction = bits & 0x3ff;
+    if (exponent === 0) return sign * fraction * 2 ** -24; // zero and subnormals
+    if (exponent === 31) return fraction ? NaN : sign * Infinity;
+    return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
+  }
+
+  // A weight as a row-major Float64Array with its shape: little-endian float32, or float16
+  // where the model file says so, on the wire.
+  function readWeight({ shape, data }, dtype = "float32") {
     const bytes = bytesOf(data);
-    const floats = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
-    return { shape, values: Float64Array.from(floats) };
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const size = dtype === "float16" ? 2 : 4;
+    const values = new Float64Array(bytes.byteLength / size);
+    for (let i = 0; i < values.length; i++) {
+      values[i] = size === 2 ? fromHalf(view.getUint16(2 * i, true)) : view.getFloat32(4 * i, true);
+    }
+    return { shape, values };
   }
 
   // x: (rows, in) as an array of Float64Array rows; weight: (out, in), as torch stores it.
@@ -52,8 +68,15 @@
     });
   }
 
+  // The largest of many values (Math.max(...values) would pass each one as an argument).
+  function maxOf(values) {
+    let top = -Infinity;
+    for (const v of values) if (v > top) top = v;
+    return top;
+  }
+
   function softmax(scores) {
-    const top = Math.max(...scores);
+    const top = maxOf(scores);
     const exps = scores.map((s) => Math.exp(s - top));
     const total = exps.reduce((s, v) => s + v, 0);
     return exps.map((v) => v / total);
@@ -81,10 +104,10 @@
       this.config = payload.config;
       this.srcItos = payload.src_itos;
       this.tgtItos = payload.tgt_itos;
-      this.srcStoi = new Map(this.srcItos.map((token, id) => [token, id]));
+      this.vocab = this.vocabularies(payload); // words, or subwords
       this.weights = {};
       for (const [name, weight] of Object.entries(payload.weights)) {
-        this.weights[name] = readWeight(weight);
+        this.weights[name] = readWeight(weight, payload.dtype);
       }
       for (const [name, target] of Object.entries(payload.aliases)) {
         this.weights[name] = this.weights[target];
@@ -285,8 +308,27 @@
     return ((5 + length) / 6) ** alpha;
   }
 
+  // The n best extensions { r: row, token, logProb }, best first. Exact ties are rare; here
+  // the lower row and token win, an order that torch.topk does not promise. One pass keeps
+  // the n best so far, where sorting them all would cost more than the model itself: a step
+  // of beam 4 over 8,000 subwords has 32,000 of them.
+  function bestExtensions(scores, n) {
+    const top = [];
+    scores.forEach((row, r) => {
+      for (let token = 0; token < row.length; token++) {
+        const logProb = row[token];
+        if (top.length === n && !(logProb > top[n - 1].logProb)) continue;
+        let at = top.length;
+        while (at > 0 && logProb > top[at - 1].logProb) at--;
+        top.splice(at, 0, { r, token, logProb });
+        if (top.length > n) top.pop();
+      }
+    });
+    return top;
+  }
+
   function logSoftmax(logits) {
-    const top = Math.max(...logits);
+    const top = maxOf(logits);
     const logTotal = Math.log(logits.reduce((s, v) => s + Math.exp(v - top), 0)) + top;
     return logits.map((v) => v - logTotal);
   }
@@ -299,23 +341,17 @@
     let rows = [{ tokens: [BOS_ID], logProb: 0, cache: this.startCache(this.encode(srcIds).memory) }];
     const finished = [];
     for (let step = 0; step < limit; step++) {
-      const candidates = [];
-      const after = rows.map((row, r) => { // each row's cache once its last token is read
+      const scores = []; // each row's log-probability once extended by each token
+      const after = rows.map((row) => { // each row's cache once its last token is read
         if (row.logProb === -Infinity) {
-          this.tgtItos.forEach((_, token) => candidates.push({ r, token, logProb: -Infinity }));
+          scores.push(new Float64Array(this.tgtItos.length).fill(-Infinity));
           return row.cache;
         }
         const { logits, cache } = this.step(row.tokens[row.tokens.length - 1], row.cache);
-        logSoftmax(logits).forEach((lp, token) => candidates.push({ r, token,
-          logProb: row.logProb + lp }));
+        scores.push(logSoftmax(logits).map((lp) => row.logProb + lp));
         return cache;
       });
-      // Best first. Exact ties are rare; here the lower row and token win, an order that
-      // torch.topk does not promise.
-      const order = candidates.map((_, i) => i)
-        .sort((a, b) => candidates[b].logProb - candidates[a].logProb || a - b);
-      const best = order.slice(0, Math.min(2 * beamSize, candidates.length))
-        .map((i) => candidates[i]);
+      const best = bestExtensions(scores, 2 * beamSize);
       while (best.length < beamSize) best.push({ r: 0, token: PAD_ID, logProb: -Infinity });
       const length = step + 1;
       let goingOn = 0;
@@ -450,37 +486,173 @@
     }).join("");
   }
 
+  // What Vocab.decode reads of a model's output: the ids up to <eos>, but <pad> and <bos>,
+  // which are never words.
+  function wordIds(ids) {
+    const end = ids.indexOf(EOS_ID);
+    return (end < 0 ? ids : ids.slice(0, end)).filter((id) => id !== PAD_ID && id !== BOS_ID);
+  }
+
+  // toolkit.text.vocab.Vocab: one id per word-level token.
+  class Words {
+    constructor(srcItos, tgtItos) {
+      this.kind = "words";
+      this.srcStoi = new Map(srcItos.map((token, id) => [token, id]));
+      this.tgtItos = tgtItos;
+    }
+
+    // The source's tokens, one per id, and the words the vocabulary lacks. As Vocab.encode:
+    // a token spaced in a way the vocabulary never saw reads as its plain self.
+    encode(text) {
+      const pieces = tokenize(text);
+      const known = (w) => [w, unmark(w)[1]].find((form) => this.srcStoi.has(form));
+      const ids = pieces.map((w) => (known(w) !== undefined ? this.srcStoi.get(known(w)) : UNK_ID));
+      const unknown = pieces.filter((w) => known(w) === undefined).map((w) => unmark(w)[1]);
+      return { pieces, ids, unknown };
+    }
+
+    // Vocab.decode, then detokenize: each token's text, and the sentence.
+    decode(ids) {
+      const pieces = wordIds(ids).map((id) => this.tgtItos[id]);
+      return { pieces, text: detokenize(pieces) };
+    }
+  }
+
+  // toolkit.text.subwords.SubwordVocab: Hugging Face tokenizers' byte-pair encoding as the
+  // course sets it up. Text is cut at whitespace only (after NFC); in each word a written "▁"
+  // is escaped; the pre-tokenizer marks the word's start with "▁" (Metaspace) and sets each
+  // punctuation mark apart (Punctuation, isolated); BPE then spells each part in pieces.
+  const WORD_START = "\u2581", ESCAPE = "\ue000";
+  // What tokenizers counts as punctuation: Unicode's P categories, and all of ASCII's.
+  const PUNCTUATION = /[\p{P}!-\/:-@\[-`{-~]/u;
+  const escapeWord = (word) => Array.from(word, (c) => (c === ESCAPE ? ESCAPE + "0"
+    : c === WORD_START ? ESCAPE + "1" : c)).join("");
+  const unescapeWord = (word) => word.replace(/\ue000([01])/gu,
+    (_, digit) => (digit === "0" ? ESCAPE : WORD_START));
+  const byCodePoint = (a, b) => a.codePointAt(0) - b.codePointAt(0);
+
+  // toolkit.text.tokens.split_words: NFC, then whatever Python's str.split() splits at.
+  function splitWords(text) {
+    return text.normalize("NFC").split(new RegExp(`${SPACE.source}+`, "u")).filter(Boolean);
+  }
+
+  class Subwords {
+    constructor(srcItos, merges, tgtItos) {
+      this.kind = "characters";
+      this.srcStoi = new Map(srcItos.map((piece, id) => [piece, id]));
+      this.ranks = new Map(); // first piece -> second piece -> the merge's rank
+      merges.forEach(([a, b], rank) => {
+        if (!this.ranks.has(a)) this.ranks.set(a, new Map());
+        this.ranks.get(a).set(b, rank);
+      });
+      this.tgtItos = tgtItos;
+    }
+
+    // BPE on one part of a word (tokenizers' Word::merge_all): its characters, an unknown
+    // one as <unk> (null here), then again and again the merge of two neighbours that was
+    // learnt first, the leftmost where it occurs twice, until no learnt merge is left.
+    spell(part) {
+      const symbols = Array.from(part, (c) => (this.srcStoi.has(c) ? c : null));
+      for (;;) {
+        let at = -1, best = Infinity;
+        for (let i = 0; i + 1 < symbols.length; i++) {
+          const rank = symbols[i] === null || symbols[i + 1] === null ? undefined
+            : this.ranks.get(symbols[i])?.get(symbols[i + 1]);
+          if (rank !== undefined && rank < best) [at, best] = [i, rank];
+        }
+        if (at < 0) return symbols;
+        symbols.splice(at, 2, symbols[at] + symbols[at + 1]);
+      }
+    }
+
+    // One word's parts: "▁" and the word, escaped and in NFC, cut around each punctuation mark.
+    parts(word) {
+      const parts = [];
+      let run = "";
+      for (const c of WORD_START + escapeWord(word).normalize("NFC")) {
+        if (!PUNCTUATION.test(c)) { run += c; continue; }
+        if (run) parts.push(run);
+        parts.push(c);
+        run = "";
+      }
+      if (run) parts.push(run);
+      return parts;
+    }
+
+    // The source's pieces, one per id, and the characters no piece holds (SubwordVocab.unknown).
+    encode(text) {
+      const words = splitWords(text);
+      const symbols = words.flatMap((word) => this.parts(word).flatMap((part) => this.spell(part)));
+      const ids = symbols.map((s) => (s === null ? UNK_ID : this.srcStoi.get(s)));
+      const held = (c) => this.srcStoi.has(c) || this.srcStoi.has(WORD_START + c);
+      const unknown = [...new Set(words.flatMap((word) => Array.from(word)))]
+        .filter((c) => !Array.from(escapeWord(c)).every(held)).sort(byCodePoint);
+      return { pieces: symbols.map((s) => s ?? "<unk>"), ids, unknown };
+    }
+
+    // SubwordVocab.decode, then join: tokenizers' Metaspace decoder turns each "▁" into a
+    // space (the first piece's into nothing), and the text is read back word by word.
+    decode(ids) {
+      const pieces = wordIds(ids).map((id) => this.tgtItos[id]);
+      const joined = pieces.map((piece, i) => piece.replaceAll(WORD_START, i === 0 ? "" : " "))
+        .join("");
+      return { pieces, text: splitWords(joined).map(unescapeWord).join(" ") };
+    }
+  }
+
+  Translator.prototype.vocabularies = function (payload) {
+    if (payload.tokenizer?.kind === "bpe") {
+      return new Subwords(payload.src_itos, payload.tokenizer.merges, payload.tgt_itos);
+    }
+    return new Words(payload.src_itos, payload.tgt_itos);
+  };
+
   // What `python -m toolkit.translate` does with one line: the same limits (the source's
   // length + 10 tokens, never past the model's positions) and its messages for an unknown
-  // word and an over-long line. An empty line, which the command leaves empty, gets a
-  // message of its own here.
+  // word (or character, for subwords) and an over-long line. An empty line, which the command
+  // leaves empty, gets a message of its own here. `words` and `output` hold what each id of
+  // `srcIds` and `ids` stands for: words, or subword pieces.
   Translator.prototype.translate = function (text, { beamSize = 1, alpha = 0.6, watch = null } = {}) {
-    const words = tokenize(text);
-    if (words.length === 0) {
+    const source = this.vocab.encode(text);
+    if (source.ids.length === 0) {
       throw new Error("cannot translate an empty sentence: type at least one word");
     }
-    // As Vocab.encode: a token spaced in a way the vocabulary never saw reads as its plain self.
-    const known = (w) => [w, unmark(w)[1]].find((form) => this.srcStoi.has(form));
-    const srcIds = [...words.map((w) => (known(w) !== undefined ? this.srcStoi.get(known(w))
-      : UNK_ID)), EOS_ID];
+    const srcIds = [...source.ids, EOS_ID];
     if (srcIds.length > this.maxSeqLen) {
       throw new RangeError(`${srcIds.length} source tokens, more than the model's ` +
         `${this.maxSeqLen} positions (max_seq_len): not translated (split it into shorter sentences)`);
     }
-    const unknown = words.filter((w) => known(w) === undefined).map((w) => unmark(w)[1]);
     const limit = Math.min(srcIds.length + EXTRA_LEN, this.maxSeqLen);
     const found = beamSize > 1 ? this.beam(srcIds, limit, beamSize, alpha, watch)
       : this.greedySearch(srcIds, limit);
     const ids = found.tokens;
-    // As Vocab.decode: <pad> and <bos> are never words.
-    const output = ids.filter((id) => id !== PAD_ID && id !== BOS_ID).map((id) => this.tgtItos[id]);
-    return { words, srcIds, unknown, ids, output, ended: found.ended, text: detokenize(output),
-      note: unknown.length ? `words not in the vocabulary, read as <unk>: ${unknown.join(" ")}` : "" };
+    const target = this.vocab.decode(ids);
+    const { unknown } = source;
+    return { words: source.pieces, srcIds, unknown, ids, output: target.pieces,
+      ended: found.ended, text: target.text, note: unknown.length
+        ? `${this.vocab.kind} not in the vocabulary, read as <unk>: ${unknown.join(" ")}` : "" };
+  };
+
+  // What the page asks a worker for: a translation, every attention weight behind it and,
+  // with beam search, its steps; or the message of the error it met.
+  Translator.prototype.answer = function ({ id, text, beamSize = 1, alpha = 0.6 }) {
+    const started = performance.now();
+    const steps = [];
+    try {
+      const result = this.translate(text, { beamSize, alpha,
+        watch: beamSize > 1 ? (step) => steps.push(step) : null });
+      return { id, result, attention: this.attentionOf(result), steps, ms: performance.now() - started };
+    } catch (err) {
+      return { id, error: err.message };
+    }
   };
 
   Translator.tokenize = tokenize;
   Translator.detokenize = detokenize;
+  Translator.Subwords = Subwords;
   root.Translator = Translator;
   root.TranslatorIds = { PAD_ID, UNK_ID, BOS_ID, EOS_ID };
   if (typeof module !== "undefined" && module.exports) module.exports = { Translator };
-})(globalThis);
+}
+
+defineTranslator(globalThis);

@@ -1,4 +1,4 @@
-"""Run the site's JavaScript model in Node.js on sentences, as the Try-it page runs it in a
+"""Run the page's JavaScript model in Node.js on sentences, as the Try-it page runs it in a
 browser: for notebook 08, which shows the check that `make test` makes in Chromium."""
 
 import json
@@ -9,10 +9,10 @@ from pathlib import Path
 
 from torch import nn
 
-from course_site.model_script import model_script
 from toolkit.text.vocab import Vocab
+from toolkit.web.model_script import model_script
 
-TRANSLATOR = Path(__file__).with_name("_static") / "translator.js"
+TRANSLATOR = Path(__file__).with_name("translator.js")
 # Each sentence's output ids and every attention weight, as the page computes them.
 RUNNER = """
 const fs = require('fs');

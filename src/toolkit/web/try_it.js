@@ -1,12 +1,62 @@
-// The "Try it" page: type English, watch stage 07 translate it, and see what every head read.
-// It runs translator.js on the weights in model.js (classic scripts, so file:// works too).
+// The "Try it" page: type a sentence, watch stage 07 translate it, and see what every head
+// read. It runs translator.js on the weights in model.js (classic scripts, so file:// works
+// too), in a worker, so that typing never waits for a search.
 (function () {
   "use strict";
   const $ = (id) => document.getElementById(id);
   const KINDS = { encoder: "encoder self-attention", self: "decoder self-attention",
     cross: "cross-attention" };
-  let translator = null;
+  const model = window.TRANSFORMER_MODEL;
   let shown = null; // the last translation and its attention, for the map's selectors
+  let local = null; // a translator on the page itself: for the tests, or where no worker starts
+
+  function translator() {
+    if (local === null) local = new window.Translator(model);
+    return local;
+  }
+
+  // What runs in the worker: the model, built once, answering one request at a time.
+  function serve(scope) {
+    let worker = null;
+    scope.onmessage = ({ data }) => {
+      if (data.model) worker = new scope.Translator(data.model);
+      else scope.postMessage(worker.answer(data));
+    };
+  }
+
+  // Chromium refuses a worker script loaded from file://, but runs one made from a Blob URL
+  // of the code itself: translator.js is one function (defineTranslator) for this.
+  function startWorker() {
+    try {
+      const code = `${window.defineTranslator}\ndefineTranslator(self);\n(${serve})(self);\n`;
+      const worker = new Worker(URL.createObjectURL(new Blob([code], { type: "text/javascript" })));
+      worker.postMessage({ model });
+      return worker;
+    } catch (err) {
+      return null; // the page searches on its own thread instead
+    }
+  }
+
+  const waiting = new Map(); // request id -> the request, and what to do with its answer
+  let worker = null;
+  let asked = 0;
+
+  // A translation and its attention, from the worker: { result, attention, steps, ms } or
+  // { error }, as Translator.answer gives them.
+  function ask(request) {
+    const id = ++asked;
+    return new Promise((resolve) => {
+      waiting.set(id, { request: { ...request, id }, resolve });
+      if (worker) worker.postMessage({ ...request, id });
+      else setTimeout(() => receive(translator().answer({ ...request, id })));
+    });
+  }
+
+  function receive(reply) {
+    const { resolve } = waiting.get(reply.id);
+    waiting.delete(reply.id);
+    resolve(reply);
+  }
 
   function options(n) {
     return Array.from({ length: n }, (_, i) => `<option value="${i}">${i + 1}</option>`).join("");
@@ -16,14 +66,14 @@
     return text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
   }
 
-  function pieces(tokens, unknown) {
-    return tokens.map((t) => `<span class="try-piece${unknown.has(t) ? " try-unknown" : ""}">${escape(t)}</span>`).join(" ");
+  // Each id's token or piece; those read as <unk> stand out.
+  function pieces(tokens, ids) {
+    return tokens.map((t, i) => `<span class="try-piece${ids[i] === window.TranslatorIds.UNK_ID ? " try-unknown" : ""}">${escape(t)}</span>`).join(" ");
   }
 
   // Every layer's weights for the translation shown: the encoder's over the source, and the
   // decoder's for each output token (the row that produced it) over what it could read.
-  function attentionOf(result) {
-    const { encoder, self, cross } = translator.attentionOf(result);
+  function labelled({ encoder, self, cross }, result) {
     const source = [...result.words, "<eos>"];
     // The last row writes <eos>; a translation cut by its limit has no row after its last word.
     const output = result.ended ? [...result.output, "<eos>"] : result.output;
@@ -79,50 +129,75 @@
         const from = s === 0 ? 0 : parents[c.parent] ?? 0;
         const cls = c.finished ? "finished" : c.goesOn ? "live" : "dropped";
         svg += `<line x1="${x(s) - colWidth + (s === 0 ? 52 : 112)}" y1="${y(from)}" x2="${x(s) - 4}" y2="${y(rank)}" class="try-beam-${cls}"/>`;
-        svg += `<text x="${x(s)}" y="${y(rank) + 4}" class="try-beam-token try-beam-${cls}">${escape(translator.tgtItos[c.token])}<tspan dx="4" class="try-beam-score">${c.logProb === -Infinity ? "" : c.finished ? `score ${c.score.toFixed(2)}` : c.logProb.toFixed(2)}</tspan></text>`;
+        svg += `<text x="${x(s)}" y="${y(rank) + 4}" class="try-beam-token try-beam-${cls}">${escape(model.tgt_itos[c.token])}<tspan dx="4" class="try-beam-score">${c.logProb === -Infinity ? "" : c.finished ? `score ${c.score.toFixed(2)}` : c.logProb.toFixed(2)}</tspan></text>`;
       });
     });
     $("try-beam").innerHTML = `<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="the beam search, step by step">${svg}</svg>`;
   }
 
-  function run() {
+  function showError(message) {
+    shown = null;
+    $("try-output").textContent = "";
+    $("try-message").textContent = message;
+    for (const id of ["try-map", "try-beam", "try-source-pieces", "try-output-pieces"]) {
+      $(id).innerHTML = "";
+    }
+    $("try-time").textContent = "";
+    $("try-read").textContent = "";
+  }
+
+  // Translate what the form holds now, and show it.
+  async function translateForm() {
     const text = $("try-source").value;
     const beam = $("try-search").value === "beam";
     const alpha = Number($("try-alpha").value);
-    const steps = [];
-    try {
-      if (beam && !($("try-alpha").value !== "" && alpha >= 0)) {
-        throw new RangeError("the length penalty's alpha must be 0 or more: a negative one " +
-          "would favour ever shorter sentences");
-      }
-      const started = performance.now();
-      const result = translator.translate(text, { beamSize: beam ? 4 : 1, alpha,
-        watch: beam ? (step) => steps.push(step) : null });
-      const ms = performance.now() - started;
-      shown = { result, attention: attentionOf(result) };
-      $("try-output").textContent = result.text;
-      $("try-message").textContent = result.note;
-      $("try-source-pieces").innerHTML = pieces(result.words, new Set(result.unknown));
-      $("try-output-pieces").innerHTML = pieces(result.output, new Set());
-      $("try-time").textContent = `${beam ? "beam 4" : "greedy"}, ${ms.toFixed(0)} ms`;
-      drawMap();
-      drawBeam(beam ? steps : []);
-      if (window.tryIt.firstTranslation === null) window.tryIt.firstTranslation = performance.now();
-    } catch (err) {
-      shown = null;
-      $("try-output").textContent = "";
-      $("try-message").textContent = err.message;
-      for (const id of ["try-map", "try-beam", "try-source-pieces", "try-output-pieces"]) {
-        $(id).innerHTML = "";
-      }
-      $("try-time").textContent = "";
-      $("try-read").textContent = "";
+    if (beam && !($("try-alpha").value !== "" && alpha >= 0)) {
+      showError("the length penalty's alpha must be 0 or more: a negative one would favour " +
+        "ever shorter sentences");
+      return;
     }
+    const reply = await ask({ text, beamSize: beam ? 4 : 1, alpha });
+    if (reply.error !== undefined) {
+      showError(reply.error);
+      return;
+    }
+    const { result } = reply;
+    shown = { result, attention: labelled(reply.attention, result) };
+    $("try-output").textContent = result.text;
+    $("try-message").textContent = result.note;
+    $("try-source-pieces").innerHTML = pieces(result.words, result.srcIds);
+    $("try-output-pieces").innerHTML = pieces(result.output, result.ids);
+    $("try-time").textContent = `${beam ? "beam 4" : "greedy"}, ${reply.ms.toFixed(0)} ms`;
+    drawMap();
+    drawBeam(beam ? reply.steps : []);
+    if (window.tryIt.firstTranslation === null) window.tryIt.firstTranslation = performance.now();
+  }
+
+  // One translation at a time: what is typed meanwhile waits, and only the latest text is
+  // translated next. The promise settles once the form's latest state is on the page.
+  let running = null;
+  let again = false;
+  function run() {
+    again = true;
+    running ??= (async () => {
+      while (again) {
+        again = false;
+        await translateForm();
+      }
+    })().finally(() => { running = null; });
+    return running;
   }
 
   function start() {
-    translator = new window.Translator(window.TRANSFORMER_MODEL);
-    const { num_encoder_layers: enc, num_decoder_layers: dec, num_heads: heads } = translator.config;
+    worker = startWorker();
+    if (worker) {
+      worker.onerror = () => { // no worker after all: answer what it was asked here
+        worker = null;
+        for (const { request } of [...waiting.values()]) receive(translator().answer(request));
+      };
+      worker.onmessage = ({ data }) => receive(data);
+    }
+    const { num_encoder_layers: enc, num_decoder_layers: dec, num_heads: heads } = model.config;
     $("try-layer").innerHTML = options(Math.max(enc, dec));
     $("try-head").innerHTML = options(heads);
     $("try-alpha-row").hidden = $("try-search").value !== "beam";
@@ -138,9 +213,11 @@
     run();
   }
 
-  // For the tests: the translator, and when the first translation was on screen (ms after the
+  // For the tests: the form's translation, the worker's answer to any request, a translator
+  // on the page's own thread, and when the first translation was on screen (ms after the
   // page started loading).
-  window.tryIt = { run, translator: () => translator, firstTranslation: null };
+  window.tryIt = { run, ask, translator, firstTranslation: null,
+    inWorker: () => worker !== null };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();
