@@ -9,11 +9,13 @@ from pathlib import Path
 
 from torch import nn
 
+from toolkit.text.subwords import SubwordVocab
 from toolkit.text.vocab import Vocab
 from toolkit.web.model_script import model_script
 
 TRANSLATOR = Path(__file__).with_name("translator.js")
-# Each sentence's output ids and every attention weight, as the page computes them.
+# What the page's worker answers for each sentence (Translator.answer): the output ids, its
+# text, and every attention weight; or the error's message.
 RUNNER = """
 const fs = require('fs');
 const [modelFile, translatorFile, inputFile] = process.argv.slice(1);
@@ -21,9 +23,10 @@ require(modelFile);
 const { Translator } = require(translatorFile);
 const { sentences, beamSize } = JSON.parse(fs.readFileSync(inputFile, 'utf8'));
 const t = new Translator(globalThis.TRANSFORMER_MODEL);
-console.log(JSON.stringify(sentences.map((s) => {
-  const r = t.translate(s, { beamSize });
-  return { ids: r.ids, ended: r.ended, ...t.attentionOf(r) };
+console.log(JSON.stringify(sentences.map((text, id) => {
+  const { result, attention, error } = t.answer({ id, text, beamSize, alpha: 0.6 });
+  return error !== undefined ? { error } : { ids: result.ids, ended: result.ended,
+    text: result.text, words: result.words, output: result.output, ...attention };
 })));
 """
 
@@ -32,15 +35,25 @@ def node_available() -> bool:
     return shutil.which("node") is not None
 
 
-def translate_in_node(model: nn.Module, src_vocab: Vocab, tgt_vocab: Vocab,
-                      sentences: list[str], beam_size: int = 1) -> list[dict]:
-    """The JavaScript model's ids and attention weights for each sentence."""
+def run_in_node(model_file: Path, sentences: list[str], beam_size: int = 1) -> list[dict]:
+    """What the page computes for each sentence, on a model.js already written."""
     with tempfile.TemporaryDirectory(prefix="js-model-") as folder:
-        model_file, inputs = Path(folder) / "model.js", Path(folder) / "input.json"
-        model_file.write_text(model_script(model, src_vocab, tgt_vocab), encoding="utf-8")
+        inputs = Path(folder) / "input.json"
         inputs.write_text(json.dumps({"sentences": sentences, "beamSize": beam_size}),
                           encoding="utf-8")
-        done = subprocess.run(["node", "-e", RUNNER, str(model_file), str(TRANSLATOR),
-                               str(inputs)], capture_output=True, text=True, check=True,
+        done = subprocess.run(["node", "-e", RUNNER, str(Path(model_file).resolve()),
+                               str(TRANSLATOR), str(inputs)], capture_output=True, text=True,
                               timeout=600)
+    if done.returncode:
+        raise RuntimeError(f"node failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout)
+
+
+def translate_in_node(model: nn.Module, src_vocab: Vocab | SubwordVocab,
+                      tgt_vocab: Vocab | SubwordVocab, sentences: list[str],
+                      beam_size: int = 1, dtype: str = "float32") -> list[dict]:
+    """The JavaScript model's ids, text and attention weights for each sentence."""
+    with tempfile.TemporaryDirectory(prefix="js-model-") as folder:
+        model_file = Path(folder) / "model.js"
+        model_file.write_text(model_script(model, src_vocab, tgt_vocab, dtype), encoding="utf-8")
+        return run_in_node(model_file, sentences, beam_size)

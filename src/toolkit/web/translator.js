@@ -10,11 +10,23 @@ function defineTranslator(root) {
   const [PAD_ID, UNK_ID, BOS_ID, EOS_ID] = [0, 1, 2, 3]; // toolkit.text.vocab.SPECIALS
   const EXTRA_LEN = 10; // toolkit.search.decoding.EXTRA_LEN: tokens allowed past the source
 
+  const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const SEXTET = new Uint8Array(128);
+  for (let i = 0; i < BASE64.length; i++) SEXTET[BASE64.charCodeAt(i)] = i;
+
+  // Base64 to bytes, four characters at a time: atob would first make a string of the
+  // megabytes of weights, and a byte array from it costs several times more.
   function bytesOf(base64) {
-    if (typeof atob === "function") {
-      return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
+    const bytes = new Uint8Array((base64.length / 4) * 3 - padding);
+    for (let i = 0, j = 0; i < base64.length; i += 4) {
+      const n = (SEXTET[base64.charCodeAt(i)] << 18) | (SEXTET[base64.charCodeAt(i + 1)] << 12)
+        | (SEXTET[base64.charCodeAt(i + 2)] << 6) | SEXTET[base64.charCodeAt(i + 3)];
+      bytes[j++] = n >> 16;
+      if (j < bytes.length) bytes[j++] = (n >> 8) & 0xff;
+      if (j < bytes.length) bytes[j++] = n & 0xff;
     }
-    return new Uint8Array(Buffer.from(base64, "base64")); // Node, for the tests
+    return bytes;
   }
 
   // IEEE 754 half precision (1 sign, 5 exponent and 10 fraction bits) as a Number.
@@ -40,16 +52,24 @@ function defineTranslator(root) {
   }
 
   // x: (rows, in) as an array of Float64Array rows; weight: (out, in), as torch stores it.
+  // Four sums at a time: the output layer of a large vocabulary is most of a step's work.
   function linear(x, weight, bias) {
     const [outDim, inDim] = weight.shape;
     const w = weight.values;
+    const b = bias ? bias.values : null;
+    const end = inDim - (inDim % 4);
     return x.map((row) => {
       const out = new Float64Array(outDim);
-      for (let o = 0; o < outDim; o++) {
-        let sum = bias ? bias.values[o] : 0;
-        const offset = o * inDim;
-        for (let i = 0; i < inDim; i++) sum += row[i] * w[offset + i];
-        out[o] = sum;
+      for (let o = 0, offset = 0; o < outDim; o++, offset += inDim) {
+        let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (let i = 0; i < end; i += 4) {
+          s0 += row[i] * w[offset + i];
+          s1 += row[i + 1] * w[offset + i + 1];
+          s2 += row[i + 2] * w[offset + i + 2];
+          s3 += row[i + 3] * w[offset + i + 3];
+        }
+        for (let i = end; i < inDim; i++) s0 += row[i] * w[offset + i];
+        out[o] = (b ? b[o] : 0) + (s0 + s1 + (s2 + s3));
       }
       return out;
     });
@@ -511,10 +531,11 @@ function defineTranslator(root) {
       return { pieces, ids, unknown };
     }
 
-    // Vocab.decode, then detokenize: each token's text, and the sentence.
+    // Each id's token (a <pad> that an undertrained model writes too), and the sentence:
+    // Vocab.decode, then detokenize.
     decode(ids) {
-      const pieces = wordIds(ids).map((id) => this.tgtItos[id]);
-      return { pieces, text: detokenize(pieces) };
+      const pieces = ids.map((id) => this.tgtItos[id]);
+      return { pieces, text: detokenize(wordIds(ids).map((id) => this.tgtItos[id])) };
     }
   }
 
@@ -590,13 +611,14 @@ function defineTranslator(root) {
       return { pieces: symbols.map((s) => s ?? "<unk>"), ids, unknown };
     }
 
-    // SubwordVocab.decode, then join: tokenizers' Metaspace decoder turns each "▁" into a
-    // space (the first piece's into nothing), and the text is read back word by word.
+    // Each id's piece, and the text: SubwordVocab.decode, then join. tokenizers' Metaspace
+    // decoder turns each "▁" into a space (the first piece's into nothing), and the text is
+    // read back word by word.
     decode(ids) {
-      const pieces = wordIds(ids).map((id) => this.tgtItos[id]);
-      const joined = pieces.map((piece, i) => piece.replaceAll(WORD_START, i === 0 ? "" : " "))
-        .join("");
-      return { pieces, text: splitWords(joined).map(unescapeWord).join(" ") };
+      const joined = wordIds(ids).map((id) => this.tgtItos[id])
+        .map((piece, i) => piece.replaceAll(WORD_START, i === 0 ? "" : " ")).join("");
+      return { pieces: ids.map((id) => this.tgtItos[id]),
+        text: splitWords(joined).map(unescapeWord).join(" ") };
     }
   }
 

@@ -1,0 +1,362 @@
+"""The Try-it page in headless Chromium, from file://: the site's page (notebook 10's model)
+and a page `python -m toolkit.web` writes for a BPE checkpoint of `python -m toolkit.train`.
+Both translate in a worker exactly as PyTorch does (the same ids on 200 test sentences,
+greedy and beam 4, attention within 1e-4), a bug planted in the page's cache fails that,
+bad input gets the command line's messages, every part fits at 1280, 800 and 390 px, and a
+model of the size a learner trains on real text (2.4M parameters, 8,000 BPE pieces) keeps
+to the budgets: 12 MB of page, the first translation within 2 s, a 60-word sentence with
+beam 4 within 1 s."""
+
+import copy
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from chromium import OVERFLOWING, SCREENS, SITE, WIDTHS, open_page, wait_for
+
+TRY_SENTENCES = 200  # test sentences translated through each page, greedy and beam 4
+PHONE = 390  # a phone's CSS width, portrait
+# The page's worker answers each request as Translator.answer does; a test asks it directly.
+ASK = """
+const [sentences, beamSize] = arguments;
+return Promise.all(sentences.map((text) => window.tryIt.ask({ text, beamSize, alpha: 0.6 })))
+  .then((replies) => replies.map((r) => r.error !== undefined ? { error: r.error }
+    : { ids: r.result.ids, ended: r.result.ended, text: r.result.text, ms: r.ms, ...r.attention }));
+"""
+CACHE_BUGS = {  # planted in the page's cached decoder: each must fail the comparison
+    "a key not kept": ("layers.push({ ...state, keys, values });",
+                       "layers.push({ ...state, keys: state.keys, values });"),
+    "positions off by one": ('this.embed("tgt_embed.weight", [token], cache.length)',
+                             'this.embed("tgt_embed.weight", [token], cache.length + 1)'),
+}
+
+
+def open_try(browser, page: Path, width: int) -> float:
+    """Open a Try-it page and wait for its first translation; return when it was shown (ms
+    after the page began to load)."""
+    open_page(browser, page.as_uri(), width)
+    first = wait_for(browser, "return window.tryIt && window.tryIt.firstTranslation;")
+    assert first, "the page showed no translation within 30 s"
+    assert browser.execute_script("return window.tryIt.inWorker();"), "no worker started"
+    return first
+
+
+def ask(browser, sentences: list[str], beam: int) -> list[dict]:
+    replies = []
+    for start in range(0, len(sentences), 25):  # in chunks, within the script timeout
+        replies += browser.execute_script(ASK, sentences[start:start + 25], beam)
+    return replies
+
+
+def pytorch_side(model, vocab, sentences: list[str], beams=(1, 4)) -> dict[int, list]:
+    """The ids PyTorch writes for each sentence, greedy and beam 4, within the page's limits."""
+    import torch
+
+    from toolkit.batching.batches import encode_source
+    from toolkit.search.decoding import EXTRA_LEN, decoder
+
+    torch.set_num_threads(1)
+    found = {}
+    for beam in beams:
+        search = decoder(model, beam, 0.6)
+        found[beam] = []
+        for sentence in sentences:
+            src = torch.tensor([encode_source(vocab.split(sentence), vocab)])
+            limit = min(src.size(1) + EXTRA_LEN, model.config["max_seq_len"])
+            with torch.inference_mode():
+                found[beam].append(search(model, src, torch.tensor([limit]))[0])
+    return found
+
+
+def attention_difference(model, vocab, sentence: str, page: dict) -> float:
+    """The largest difference between the page's attention weights and the model's own."""
+    import torch
+
+    from toolkit.batching.batches import encode_source
+    from toolkit.stage_api import keeping_attention
+
+    src = torch.tensor([encode_source(vocab.split(sentence), vocab)])
+    with keeping_attention(model), torch.no_grad():
+        read = page["ids"] if page["ended"] else page["ids"][:-1]  # cut at its limit: no row after
+        model(src, torch.tensor([[2, *read]]))
+        ours = {"encoder": [layer.self_attn.attention[0] for layer in model.encoder_layers],
+                "self": [layer.self_attn.attention[0] for layer in model.decoder_layers],
+                "cross": [layer.cross_attn.attention[0] for layer in model.decoder_layers]}
+    return max((torch.tensor(page[kind][layer], dtype=torch.float64) - weights.double())
+               .abs().max().item() for kind, layers in ours.items()
+               for layer, weights in enumerate(layers))
+
+
+def weight_of(folder: Path) -> int:
+    return sum(path.stat().st_size for path in (folder / "_static").iterdir()
+               if path.name in ("model.js", "translator.js", "try_it.js", "try_it.css"))
+
+
+def held_to_pytorch(browser, page: Path, model, vocab, sentences, label: str) -> None:
+    """The page's ids, greedy and beam 4, are PyTorch's; its attention within 1e-4 on 20."""
+    first = open_try(browser, page, 1280)
+    expected = pytorch_side(model, vocab, sentences)
+    replies = {beam: ask(browser, sentences, beam) for beam in (1, 4)}
+    same = {beam: sum(r["ids"] == e for r, e in zip(replies[beam], expected[beam], strict=True))
+            for beam in (1, 4)}
+    differences = [attention_difference(model, vocab, s, r)
+                   for s, r in zip(sentences[:20], replies[1], strict=False)]
+    print(f"{label}: page weight {weight_of(page.parent) / 1e6:.2f} MB; first translation "
+          f"{first:.0f} ms after loading began; greedy {same[1]}/{len(sentences)} and beam 4 "
+          f"{same[4]}/{len(sentences)} sentences equal ({sum(map(len, expected[1]))} and "
+          f"{sum(map(len, expected[4]))} tokens); largest attention difference on 20 sentences "
+          f"{max(differences):.1e}")
+    assert [r["ids"] for r in replies[1]] == expected[1]
+    assert [r["ids"] for r in replies[4]] == expected[4]
+    assert max(differences) < 1e-4
+
+
+def planted_in_the_page(browser, page: Path, tmp_path: Path, bug: tuple[str, str], model,
+                        vocab, sentences) -> bool:
+    """Whether the page, with `bug` planted in a copy of its translator.js, still agrees."""
+    copy_ = tmp_path / "page"
+    shutil.copytree(page.parent, copy_)
+    script = copy_ / "_static" / "translator.js"
+    original, planted = bug
+    assert script.read_text().count(original) == 1
+    script.write_text(script.read_text().replace(original, planted))
+    open_try(browser, copy_ / page.name, 1280)
+    replies = ask(browser, sentences, 4)
+    return ([r["ids"] for r in replies] == pytorch_side(model, vocab, sentences, (4,))[4]
+            and attention_difference(model, vocab, sentences[0], replies[0]) < 1e-3)
+
+
+# --- The site's page: notebook 10's model ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def site_model():
+    from course_site.build import site_run
+
+    run = site_run()
+    return run.model, run.data.src_vocab, run.data.sources("test")[:TRY_SENTENCES]
+
+
+def test_the_site_page_translates_as_pytorch_does(browser, site_model):
+    model, vocab, sentences = site_model
+    held_to_pytorch(browser, SITE / "try_it.html", model, vocab, sentences, "site page")
+    assert weight_of(SITE) <= 12e6
+
+
+@pytest.mark.parametrize("bug", CACHE_BUGS)
+def test_a_bug_planted_in_the_site_page_is_caught(browser, site_model, tmp_path, bug):
+    model, vocab, sentences = site_model
+    assert not planted_in_the_page(browser, SITE / "try_it.html", tmp_path, CACHE_BUGS[bug],
+                                   model, vocab, sentences[:50])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "cannot translate an empty sentence"),
+    ("the zebra sees the dog", "words not in the vocabulary, read as <unk>: zebra"),
+    ("the dog " * 200, "more than the model's"),
+])
+def test_the_page_explains_bad_input_as_the_python_translator_does(browser, text, message):
+    open_try(browser, SITE / "try_it.html", 800)
+    browser.execute_script("document.getElementById('try-source').value = arguments[0];"
+                           "return window.tryIt.run();", text)
+    assert message in browser.find_element("id", "try-message").text
+
+
+def show_a_beam_search(browser, page: Path, width: int, name: str) -> None:
+    """The page as a learner leaves it, beam tree and heatmap shown and one row hovered, on
+    one screenshot as tall as the page; the wide parts scroll in their own boxes."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    open_try(browser, page, width)
+    browser.execute_script("document.getElementById('try-search').value = 'beam';"
+                           "return window.tryIt.run();")
+    row = browser.find_element("css selector", "#try-map tbody tr:nth-child(3)")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", row)
+    ActionChains(browser).move_to_element(row).perform()
+    read = browser.find_element("id", "try-read").text
+    assert re.fullmatch(r"\S+ read: .+ \d\.\d\d(, .+ \d\.\d\d)*", read), read
+    assert browser.find_elements("css selector", "#try-beam svg text")
+    browser.set_window_size(width, browser.execute_script(
+        "return document.documentElement.scrollHeight;") + 100)
+    browser.execute_script("window.scrollTo(0, 0);")
+    browser.save_screenshot(str(SCREENS / f"{name}_{width}.png"))
+    assert browser.execute_script(OVERFLOWING) == []
+
+
+@pytest.mark.parametrize("width", [*WIDTHS, PHONE])
+def test_the_whole_site_page_fits_with_a_beam_search_drawn(browser, width):
+    show_a_beam_search(browser, SITE / "try_it.html", width, "try_it_whole")
+
+
+def test_enter_translates_and_a_bad_alpha_clears_the_old_result(browser):
+    from selenium.webdriver.common.keys import Keys
+
+    open_try(browser, SITE / "try_it.html", 1280)
+    box = browser.find_element("id", "try-source")
+    box.clear()
+    box.send_keys("The dog sees the cat.")
+    box.send_keys(Keys.ENTER)
+    assert wait_for(browser, "return document.getElementById('try-output').textContent"
+                             " === 'Der Hund sieht die Katze.';")
+    browser.execute_script("document.getElementById('try-search').value = 'beam';"
+                           "document.getElementById('try-alpha').value = '-1';"
+                           "return window.tryIt.run();")
+    assert "alpha must be 0 or more" in browser.find_element("id", "try-message").text
+    assert browser.find_element("id", "try-output-pieces").text == ""
+
+
+def test_typing_never_waits_for_a_search(browser):
+    """While the worker translates a long sentence with beam 4, the page's own thread stays
+    free: a timer set for 50 ms fires within 250 ms, and what is typed meanwhile is what ends
+    up translated."""
+    open_try(browser, SITE / "try_it.html", 1280)
+    long = " ".join(["the small dog does not see the red cars because the cat sleeps ."] * 3)
+    late = browser.execute_script("""
+      document.getElementById('try-search').value = 'beam';
+      document.getElementById('try-source').value = arguments[0];
+      const done = window.tryIt.run();
+      const asked = performance.now();
+      return new Promise((resolve) => setTimeout(() => {
+        const late = performance.now() - asked - 50;
+        document.getElementById('try-source').value = 'The dog sees the cat.';
+        window.tryIt.run().then(() => done).then(() => resolve(late));
+      }, 50));""", long)
+    assert late < 200, f"the page's thread was busy for {late:.0f} ms"
+    assert browser.find_element("id", "try-output").text == "Der Hund sieht die Katze."
+
+
+# --- A learner's own model: a BPE checkpoint of the training command -------------------------
+
+BPE_RUN = ["--tokenizer", "bpe", "--vocab-size", "300", "--shared-vocab", "--tie-embeddings",
+           "all", "--steps", "600", "--seed", "0"]
+
+
+@pytest.fixture(scope="module")
+def bpe_page(tmp_path_factory):
+    """`python -m toolkit.train` on the built-in corpus with 300 shared BPE pieces (about a
+    minute on one thread), then `python -m toolkit.web` on its best.pt."""
+    from chromium import browser_or_skip
+
+    browser_or_skip()  # before a minute of training, not after
+    from toolkit.batching.data import load_data
+    from toolkit.learning.checkpoints import load_checkpoint
+
+    folder = tmp_path_factory.mktemp("bpe")
+    env = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    for command in (["toolkit.train", *BPE_RUN, "--output", str(folder / "run")],
+                    ["toolkit.web", str(folder / "run" / "best.pt"), "--output",
+                     str(folder / "web"), "--example", "The small dog sees the red car."]):
+        done = subprocess.run([sys.executable, "-m", *command], capture_output=True, text=True,
+                              env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+    saved = load_checkpoint(folder / "run" / "best.pt")
+    model = as_stored(saved.model, "float16")  # the page's default
+    return folder / "web" / "index.html", model, saved.src_vocab, load_data().sources("test")
+
+
+def as_stored(model, dtype: str):
+    """The model with its weights rounded as the page stores them (tied ones stay tied)."""
+    import torch
+
+    rounded = copy.deepcopy(model)
+    with torch.no_grad():
+        for parameter in rounded.parameters():
+            parameter.copy_(parameter.to(getattr(torch, dtype)).float())
+    return rounded
+
+
+def test_a_bpe_checkpoint_s_page_translates_as_pytorch_does(browser, bpe_page):
+    page, model, vocab, sentences = bpe_page
+    held_to_pytorch(browser, page, model, vocab, sentences[:TRY_SENTENCES], "BPE page")
+
+
+@pytest.mark.parametrize("bug", CACHE_BUGS)
+def test_a_bug_planted_in_a_bpe_page_is_caught(browser, bpe_page, tmp_path, bug):
+    page, model, vocab, sentences = bpe_page
+    assert not planted_in_the_page(browser, page, tmp_path, CACHE_BUGS[bug], model, vocab,
+                                   sentences[:50])
+
+
+@pytest.mark.parametrize("width", [*WIDTHS, PHONE])
+def test_the_whole_bpe_page_fits_with_a_beam_search_drawn(browser, bpe_page, width):
+    show_a_beam_search(browser, bpe_page[0], width, "bpe_page")
+
+
+def test_the_bpe_page_names_unknown_characters_and_refuses_what_is_too_long(browser, bpe_page):
+    open_try(browser, bpe_page[0], 800)
+    for text, message in [("the dog 🦒 sees Ω", "characters not in the vocabulary, read as "
+                                                "<unk>: Ω 🦒"),
+                          ("the dog " * 200, "more than the model's 256 positions")]:
+        browser.execute_script("document.getElementById('try-source').value = arguments[0];"
+                               "return window.tryIt.run();", text)
+        assert message in browser.find_element("id", "try-message").text, text
+
+
+# --- The size a learner trains on real text: the budgets --------------------------------------
+
+SIXTY_WORDS = 60
+
+
+@pytest.fixture(scope="module")
+def large_page(tmp_path_factory):
+    """An untrained stage 07 of 2.4M parameters (8,000 shared BPE pieces, embed_dim 128, 3 + 3
+    layers, ff_dim 512, every embedding tied), <eos> held back so that each search runs to its
+    limit, the slowest case; its page written by `python -m toolkit.web`. The pieces are
+    learnt from the corpus and, to reach 8,000, from made-up words."""
+    from chromium import browser_or_skip
+
+    browser_or_skip()
+    import torch
+
+    from stages import stage07_multi_head as stage
+    from toolkit.batching.data import load_data
+    from toolkit.learning.checkpoints import save_checkpoint
+    from toolkit.text.subwords import SubwordVocab
+    from toolkit.text.tokens import split_words
+    from toolkit.web.__main__ import main
+
+    data = load_data()
+    made_up = random.Random(0)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = [" ".join("".join(made_up.choices(letters, k=made_up.randint(3, 9)))
+                      for _ in range(10)) for _ in range(4_000)]
+    text = [*data.sources("train"), *data.reference_texts("train"), *words]
+    vocab = SubwordVocab.train(map(split_words, text), 8_000)
+    torch.manual_seed(0)
+    model = stage.Transformer(len(vocab), len(vocab), embed_dim=128, num_heads=4,
+                              num_encoder_layers=3, num_decoder_layers=3, ff_dim=512,
+                              tie_embeddings="all").eval()
+    with torch.no_grad():
+        model.out_proj.bias[3] = -1e4  # <eos> never wins
+    folder = tmp_path_factory.mktemp("large")
+    save_checkpoint(folder / "best.pt", model, vocab, vocab)
+    assert main([str(folder / "best.pt"), "--output", str(folder / "web")]) == 0
+    sentence, tests = [], iter(data.sources("test"))
+    while len(sentence) < SIXTY_WORDS:
+        sentence += next(tests).split()
+    parameters = sum(p.numel() for p in model.parameters())
+    return folder / "web" / "index.html", " ".join(sentence[:SIXTY_WORDS]), parameters, vocab
+
+
+def test_a_real_text_sized_model_keeps_to_the_page_budgets(browser, large_page):
+    page, sentence, parameters, vocab = large_page
+    first = open_try(browser, page, 1280)
+    timed = browser.execute_script("""
+      const started = performance.now();
+      return window.tryIt.ask({ text: arguments[0], beamSize: 4, alpha: 0.6 }).then((reply) =>
+        ({ wall: performance.now() - started, ms: reply.ms, ids: reply.result.ids.length,
+           pieces: reply.result.srcIds.length }));""", sentence)
+    weight = weight_of(page.parent)
+    print(f"{parameters / 1e6:.2f}M parameters, {len(vocab):,} pieces: page weight "
+          f"{weight / 1e6:.2f} MB; first translation {first:.0f} ms after loading began; "
+          f"{SIXTY_WORDS} words ({timed['pieces']} source ids) with beam 4, {timed['ids']} "
+          f"output ids: {timed['wall']:.0f} ms asked to answered ({timed['ms']:.0f} ms in the "
+          f"worker)")
+    assert 2.3e6 < parameters < 2.5e6 and len(vocab) == 8_000
+    assert timed["ids"] == min(timed["pieces"] + 10, 256)  # ran to its limit
+    assert weight <= 12e6
+    assert first <= 2_000
+    assert timed["wall"] <= 1_000
