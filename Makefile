@@ -33,7 +33,7 @@ UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --dist works
               -p no:cacheprovider --timeout=600 --ignore=tests/site --ignore=tests/student
 .PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student \
         student-kit student-tests site site-student site-tests lab data ladder ladder-check ablation \
-        kept-runs bench diff train train-ddp clean
+        kept-runs bench diff web train train-ddp clean
 
 help:
 	@echo "python3 course.py lab   without make (Windows: py course.py lab): set up .venv, write"
@@ -42,6 +42,9 @@ help:
 	@echo "make quick   ruff and the unit tests but the slowest (a minute): the inner loop"
 	@echo "make unit    ruff, the import contracts and every unit test, notebooks left out"
 	@echo "make site    execute the notebooks if needed and render the course to site/"
+	@echo "             (MODEL=build/train/best.pt: its Try-it page runs your checkpoint)"
+	@echo "make web CHECKPOINT=build/train/best.pt   a Try-it page of its own for your model, in"
+	@echo "             build/web/ (python -m toolkit.web CHECKPOINT --output DIR, without make)"
 	@echo "make site-student   the same without the exercises' answers, in site-student/"
 	@echo "make student write student/: the notebooks without the exercise answers, for a class"
 	@echo "             (a copy already there is kept: delete it for a fresh one)"
@@ -170,12 +173,13 @@ $(MATHJAX):
 	mkdir -p build/mathjax
 	cd build/mathjax && npm install --silent --no-audit --no-fund --no-save mathjax@3.2.2
 
+# MODEL=build/train/best.pt: the Try-it page runs that checkpoint instead of notebook 10's.
 site: $(EXECUTED) $(MATHJAX)
-	$(BIN)/python -m course_site
+	$(BIN)/python -m course_site $(if $(MODEL),--model $(MODEL))
 
 # The same site for a class during the course: answers left out, checks shown unrun.
 site-student: $(EXECUTED) $(MATHJAX)
-	$(BIN)/python -m course_site --student
+	$(BIN)/python -m course_site --student $(if $(MODEL),--model $(MODEL))
 
 # The site's own tests: offline resources, links, and a real browser when there is one. The
 # two sites build side by side (each in its own build/ folder), one per core. The tests run in
@@ -206,6 +210,11 @@ bench: $(INSTALLED)
 	$(BIN)/python benchmarks/bench.py
 
 ARGS ?=
+# A Try-it page of its own for a checkpoint (python -m toolkit.web), in build/web/.
+CHECKPOINT ?= build/train/best.pt
+web: $(INSTALLED)
+	$(BIN)/python -m toolkit.web $(CHECKPOINT) --output build/web
+
 train: $(INSTALLED)
 	$(BIN)/python -m toolkit.train $(ARGS)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from course_site import build, pages
 from course_site.build import as_a_terminal_shows, for_the_site
 from course_site.pages import DIFFS, diff_page, guide_page, index_page
 from course_tools.student import CHECK, NOTE_ID, SOLUTION, SPOILER, TEACHER, tags
@@ -100,3 +101,26 @@ def test_a_diff_page_links_the_notebooks_that_explain_its_stages():
     assert all(f"]({name})" in journey for name in names if name[:2] in
                {"02", "03", "04", "05", "06", "07"})
     assert "](01_naive_attention.ipynb)" not in journey
+
+
+def test_make_site_model_puts_that_checkpoint_on_the_try_it_page(tmp_path):
+    """`make site MODEL=...`: the page runs the checkpoint, says what it is, and a path that
+    is no checkpoint stops the build with the reason."""
+    import torch
+
+    from stages import stage07_multi_head as stage
+    from toolkit.learning.checkpoints import save_checkpoint
+    from toolkit.text.vocab import Vocab
+
+    vocab = Vocab.build([["the", "dog"]])
+    torch.manual_seed(0)
+    model = stage.Transformer(len(vocab), len(vocab), embed_dim=8, num_heads=2, ff_dim=16)
+    path = save_checkpoint(tmp_path / "best.pt", model, vocab, vocab)
+    script, described = build.trained_model_script(path)
+    assert '"dtype":"float16"' in script and described.startswith(f"{path}: stage07_multi_head")
+    page = pages.try_page(described)
+    assert "# Try it: your model in your browser" in page and described in page
+    assert "notebook 10" not in page.split("How it works")[0]
+    assert 'id="try-source"' in page and 'src="_static/model.js"' in page
+    with pytest.raises(SystemExit, match="missing.pt"):
+        build.trained_model_script(tmp_path / "missing.pt")

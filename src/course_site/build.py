@@ -29,9 +29,10 @@ from course_site.pages import (
 from course_tools.ladder import CHART_PATH
 from course_tools.paper_run import PAPER, RECORDED, RUNS, PaperRun, key, paper_run
 from course_tools.student import student_version
+from toolkit.learning.checkpoints import CheckpointError, load_checkpoint
 from toolkit.paths import PROJECT_ROOT
 from toolkit.web.model_script import model_script
-from toolkit.web.page import copy_code
+from toolkit.web.page import about, copy_code
 
 EXECUTED = PROJECT_ROOT / "build" / "notebooks"
 GUIDE = PROJECT_ROOT / "docs" / "teaching.md"
@@ -108,13 +109,22 @@ def site_run() -> PaperRun:
     return paper_run()
 
 
-def trained_model_script() -> str:
-    """Notebook 10's model as the classic script the Try-it page loads."""
-    run = site_run()
-    return model_script(run.model, run.data.src_vocab, run.data.tgt_vocab)
+def trained_model_script(checkpoint: Path | None = None) -> tuple[str, str | None]:
+    """Notebook 10's model as the classic script the Try-it page loads, or a checkpoint's
+    (its weights as float16, as python -m toolkit.web stores them) with a sentence on it."""
+    if checkpoint is None:
+        run = site_run()
+        return model_script(run.model, run.data.src_vocab, run.data.tgt_vocab), None
+    try:
+        saved = load_checkpoint(checkpoint)
+    except (CheckpointError, FileNotFoundError) as err:
+        raise SystemExit(f"MODEL={checkpoint}: {err}") from err
+    return (model_script(saved.model, saved.src_vocab, saved.tgt_vocab, "float16"),
+            f"{checkpoint}: " + about(saved.model, saved.src_vocab, saved.tgt_vocab, "float16"))
 
 
-def stage_sources(executed: Path, source: Path, student: bool) -> None:
+def stage_sources(executed: Path, source: Path, student: bool,
+                  model: Path | None = None) -> None:
     """Write what Sphinx reads into a folder of its own, so neither the pages the site adds
     nor the notebooks' changes for it touch the repository's files."""
     paths = sorted(executed.glob("[0-9][0-9]_*.ipynb"))
@@ -127,7 +137,8 @@ def stage_sources(executed: Path, source: Path, student: bool) -> None:
     for name in ("course.css", "course.js"):
         shutil.copy2(HERE / "_static" / name, source / "_static" / name)
     copy_code(source / "_static")  # the Try-it page's scripts and styles
-    (source / "_static" / "model.js").write_text(trained_model_script(), encoding="utf-8")
+    script, described = trained_model_script(model)
+    (source / "_static" / "model.js").write_text(script, encoding="utf-8")
     copy_mathjax(source / "_static")
     notebooks = {}
     for path in paths:
@@ -141,7 +152,7 @@ def stage_sources(executed: Path, source: Path, student: bool) -> None:
     for old, new in [] if student else DIFFS:
         (source / f"{diff_name(old, new)}.md").write_text(diff_page(old, new, list(notebooks)),
                                                            encoding="utf-8")
-    (source / "try_it.md").write_text(try_page(), encoding="utf-8")
+    (source / "try_it.md").write_text(try_page(described), encoding="utf-8")
     if not student:  # the guide holds hints and advice meant for the teacher
         (source / "teaching.md").write_text(guide_page(GUIDE.read_text(encoding="utf-8")),
                                             encoding="utf-8")
@@ -149,11 +160,12 @@ def stage_sources(executed: Path, source: Path, student: bool) -> None:
         shutil.copy2(CHART_PATH, source / "ladder.png")
 
 
-def build(executed: Path = EXECUTED, student: bool = False) -> Path:
-    """Write the whole site and return its folder; a Sphinx warning fails the build."""
+def build(executed: Path = EXECUTED, student: bool = False, model: Path | None = None) -> Path:
+    """Write the whole site and return its folder; a Sphinx warning fails the build. With
+    `model`, a checkpoint, the Try-it page runs it instead of notebook 10's model."""
     out, work = ((STUDENT_SITE, PROJECT_ROOT / "build" / "site-student") if student
                  else (SITE, PROJECT_ROOT / "build" / "site"))
-    stage_sources(executed, work / "source", student)
+    stage_sources(executed, work / "source", student, model)
     # Sphinx writes into build/ (MyST-NB puts its jupyter_execute/ beside the output), and
     # only a finished site replaces the one in place.
     html = work / "html"

@@ -7,7 +7,7 @@ from pathlib import Path
 from course_tools.ladder import CHART_PATH, load_runs, table
 from toolkit.figures.stagediff import stage_diff
 from toolkit.outline import APPENDIX_STAGES, STAGES
-from toolkit.web.page import try_it_form
+from toolkit.web.page import EXAMPLE, try_it_form
 
 # Each stage against the one before it, the whole journey from the first to the last, and
 # each appendix stage against stage 07, which it grows from.
@@ -157,9 +157,15 @@ SITE_EXAMPLE = ("Today the small dog does not see the red cars because the cat s
                 "behind the car.")
 
 
-def try_page() -> str:
-    """The trained model in the browser: its scripts load from _static like any file."""
-    return TRY_PAGE.replace("{form}", try_it_form(SITE_EXAMPLE))
+def try_page(model: str | None = None) -> str:
+    """The trained model in the browser: its scripts load from _static like any file. With
+    `model`, a sentence on another model (`make site MODEL=...`), the page runs that one."""
+    if model is None:
+        return TRY_PAGE.replace("{form}", try_it_form(SITE_EXAMPLE))
+    intro = TRY_PAGE[TRY_PAGE.index("Type an English"):TRY_PAGE.index("```{raw} html")]
+    return (TRY_PAGE.replace("# Try it: the trained model in your browser",
+                             "# Try it: your model in your browser")
+            .replace(intro, f"{model}\n\n").replace("{form}", try_it_form(EXAMPLE)))
 
 
 TRY_PAGE = """---

@@ -57,7 +57,7 @@ def pytorch_side(model, vocab, sentences: list[str], beams=(1, 4)) -> dict[int, 
     import torch
 
     from toolkit.batching.batches import encode_source
-    from toolkit.search.decoding import EXTRA_LEN, decoder
+    from toolkit.search.decoding import EXTRA_LEN, decoder, room
 
     torch.set_num_threads(1)
     found = {}
@@ -66,7 +66,7 @@ def pytorch_side(model, vocab, sentences: list[str], beams=(1, 4)) -> dict[int, 
         found[beam] = []
         for sentence in sentences:
             src = torch.tensor([encode_source(vocab.split(sentence), vocab)])
-            limit = min(src.size(1) + EXTRA_LEN, model.config["max_seq_len"])
+            limit = min(src.size(1) + EXTRA_LEN, room(model, src.size(1)))
             with torch.inference_mode():
                 found[beam].append(search(model, src, torch.tensor([limit]))[0])
     return found
@@ -83,9 +83,12 @@ def attention_difference(model, vocab, sentence: str, page: dict) -> float:
     with keeping_attention(model), torch.no_grad():
         read = page["ids"] if page["ended"] else page["ids"][:-1]  # cut at its limit: no row after
         model(src, torch.tensor([[2, *read]]))
-        ours = {"encoder": [layer.self_attn.attention[0] for layer in model.encoder_layers],
-                "self": [layer.self_attn.attention[0] for layer in model.decoder_layers],
-                "cross": [layer.cross_attn.attention[0] for layer in model.decoder_layers]}
+        if hasattr(model, "language_model"):  # stage 08: one stream
+            ours = {"stream": [layer.self_attn.attention[0] for layer in model.decoder_layers]}
+        else:
+            ours = {"encoder": [layer.self_attn.attention[0] for layer in model.encoder_layers],
+                    "self": [layer.self_attn.attention[0] for layer in model.decoder_layers],
+                    "cross": [layer.cross_attn.attention[0] for layer in model.decoder_layers]}
     return max((torch.tensor(page[kind][layer], dtype=torch.float64) - weights.double())
                .abs().max().item() for kind, layers in ours.items()
                for layer, weights in enumerate(layers))
@@ -360,3 +363,91 @@ def test_a_real_text_sized_model_keeps_to_the_page_budgets(browser, large_page):
     assert weight <= 12e6
     assert first <= 2_000
     assert timed["wall"] <= 1_000
+
+
+# --- Stage 08 on the page: one stream, and sampling -------------------------------------------
+
+SETTINGS = [{"temperature": 0.8, "topK": 10, "topP": None, "seed": 7},
+            {"temperature": 1.2, "topK": None, "topP": 0.9, "seed": 8}]
+
+
+@pytest.fixture(scope="module")
+def stream_page(tmp_path_factory):
+    """Notebook 14's decoder-only model, as the notebooks kept it, saved as a checkpoint and
+    written out by `python -m toolkit.web`."""
+    from chromium import browser_or_skip
+
+    browser_or_skip()
+    import torch
+
+    from course_tools.paper_run import decoder_only_run
+    from toolkit.learning.checkpoints import save_checkpoint
+    from toolkit.web.__main__ import main
+
+    torch.set_num_threads(1)  # the key the notebooks kept it under: read back, not trained
+    run = decoder_only_run()
+    folder = tmp_path_factory.mktemp("stage08")
+    save_checkpoint(folder / "best.pt", run.model, run.data.src_vocab, run.data.tgt_vocab)
+    assert main([str(folder / "best.pt"), "--output", str(folder / "web")]) == 0
+    model = as_stored(run.model, "float16")
+    return folder / "web" / "index.html", model, run.data.src_vocab, run.data.sources("test")
+
+
+def test_a_stage_08_page_translates_as_pytorch_does(browser, stream_page):
+    page, model, vocab, sentences = stream_page
+    held_to_pytorch(browser, page, model, vocab, sentences[:TRY_SENTENCES], "stage-08 page")
+
+
+def test_a_stage_08_page_samples_as_in_node(browser, stream_page):
+    """The worker gets the form's settings: the page samples what Node samples from the same
+    files (tests/test_web_decoder_only.py holds Node to toolkit.search.sampling)."""
+    from toolkit.web.node_runner import run_in_node
+
+    page, model, vocab, sentences = stream_page
+    open_try(browser, page, 1280)
+    for setting in SETTINGS:
+        mine = browser.execute_script("""
+          const [sentences, sampling] = arguments;
+          return Promise.all(sentences.map((text) => window.tryIt.ask({ text, sampling })))
+            .then((replies) => replies.map((r) => r.result.ids));""", sentences[:20], setting)
+        node = run_in_node(page.parent / "_static" / "model.js", sentences[:20], 1, setting)
+        assert mine == [n["ids"] for n in node], setting
+        greedy = ask(browser, sentences[:20], 1)
+        assert mine != [g["ids"] for g in greedy], setting  # the noise is at work
+
+
+@pytest.mark.parametrize("width", [*WIDTHS, PHONE])
+def test_the_whole_stage_08_page_fits_with_a_sample_drawn(browser, stream_page, width):
+    page = stream_page[0]
+    open_try(browser, page, width)
+    browser.execute_script("document.getElementById('try-search').value = 'sample';"
+                           "document.getElementById('try-search').dispatchEvent("
+                           "new Event('change'));"
+                           "document.getElementById('try-top-k').value = '5';"
+                           "return window.tryIt.run();")
+    assert browser.find_element("id", "try-output").text
+    assert browser.find_element("id", "try-time").text.startswith("sampled")
+    assert [o.text for o in browser.find_elements("css selector", "#try-kind option")] == [
+        "the stream's self-attention"]
+    header = browser.find_elements("css selector", "#try-map thead th span")
+    assert "<bos>" in [h.text for h in header]
+    browser.set_window_size(width, browser.execute_script(
+        "return document.documentElement.scrollHeight;") + 100)
+    browser.execute_script("window.scrollTo(0, 0);")
+    browser.save_screenshot(str(SCREENS / f"stage08_page_{width}.png"))
+    assert browser.execute_script(OVERFLOWING) == []
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("try-temperature", "-1", "the temperature must be 0 (greedy) or more"),
+    ("try-top-k", "2.5", "top-k must be a whole number"),
+    ("try-top-p", "0", "top-p must be in (0, 1]"),
+    ("try-seed", "", "the seed must be a whole number"),
+])
+def test_a_bad_sampling_setting_gets_its_message(browser, stream_page, field, value, message):
+    open_try(browser, stream_page[0], 800)
+    browser.execute_script("document.getElementById('try-search').value = 'sample';"
+                           "document.getElementById(arguments[0]).value = arguments[1];"
+                           "return window.tryIt.run();", field, value)
+    assert message in browser.find_element("id", "try-message").text
+    assert browser.find_element("id", "try-output").text == ""

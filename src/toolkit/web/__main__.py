@@ -3,8 +3,9 @@
     python -m toolkit.web build/train/best.pt --output build/web
     # then open build/web/index.html in a browser: no server, no network
 
-Any checkpoint the training command saved (`python -m toolkit.train`, words or
-`--tokenizer bpe`) becomes a page that translates in the browser. Its weights are stored as
+Any checkpoint of the course (`python -m toolkit.train` saves them, words or
+`--tokenizer bpe`; stage 08's decoder-only model too) becomes a page that translates in the
+browser. Its weights are stored as
 float16 by default, half the bytes of float32; `--dtype float32` keeps every bit.
 """
 
@@ -33,13 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if "stage08" in type(saved.model).__module__:
-        print("error: this page translates with an encoder-decoder (stage 07); a decoder-only "
-              "checkpoint has no page yet", file=sys.stderr)
-        return 2
     try:
         page = write_page(args.output, saved.model, saved.src_vocab, saved.tgt_vocab,
-                          args.checkpoint.name, args.dtype, args.example)
+                          f"{args.checkpoint.parent.name}/{args.checkpoint.name}".lstrip("/"),
+                          args.dtype, args.example)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

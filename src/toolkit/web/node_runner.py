@@ -21,10 +21,10 @@ const fs = require('fs');
 const [modelFile, translatorFile, inputFile] = process.argv.slice(1);
 require(modelFile);
 const { Translator } = require(translatorFile);
-const { sentences, beamSize } = JSON.parse(fs.readFileSync(inputFile, 'utf8'));
-const t = new Translator(globalThis.TRANSFORMER_MODEL);
+const { sentences, beamSize, sampling } = JSON.parse(fs.readFileSync(inputFile, 'utf8'));
+const t = Translator.load(globalThis.TRANSFORMER_MODEL);
 console.log(JSON.stringify(sentences.map((text, id) => {
-  const { result, attention, error } = t.answer({ id, text, beamSize, alpha: 0.6 });
+  const { result, attention, error } = t.answer({ id, text, beamSize, alpha: 0.6, sampling });
   return error !== undefined ? { error } : { ids: result.ids, ended: result.ended,
     text: result.text, words: result.words, output: result.output, ...attention };
 })));
@@ -35,12 +35,14 @@ def node_available() -> bool:
     return shutil.which("node") is not None
 
 
-def run_in_node(model_file: Path, sentences: list[str], beam_size: int = 1) -> list[dict]:
-    """What the page computes for each sentence, on a model.js already written."""
+def run_in_node(model_file: Path, sentences: list[str], beam_size: int = 1,
+                sampling: dict | None = None) -> list[dict]:
+    """What the page computes for each sentence, on a model.js already written; `sampling`
+    ({"temperature", "topK", "topP", "seed"}) samples instead of searching (stage 08)."""
     with tempfile.TemporaryDirectory(prefix="js-model-") as folder:
         inputs = Path(folder) / "input.json"
-        inputs.write_text(json.dumps({"sentences": sentences, "beamSize": beam_size}),
-                          encoding="utf-8")
+        inputs.write_text(json.dumps({"sentences": sentences, "beamSize": beam_size,
+                                      "sampling": sampling}), encoding="utf-8")
         done = subprocess.run(["node", "-e", RUNNER, str(Path(model_file).resolve()),
                                str(TRANSLATOR), str(inputs)], capture_output=True, text=True,
                               timeout=600)

@@ -56,17 +56,31 @@ def copy_code(static: Path) -> None:
         shutil.copy2(HERE / name, static / name)
 
 
-def describe(model: nn.Module, src_vocab: Vocab | SubwordVocab, dtype: str) -> str:
+def describe(model: nn.Module, src_vocab: Vocab | SubwordVocab,
+             tgt_vocab: Vocab | SubwordVocab, dtype: str) -> str:
     """One sentence on what the page runs: the stage, its size, its vocabulary, its weights."""
     config = model.config
     parameters = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
     kind = ("BPE subword pieces" if isinstance(src_vocab, SubwordVocab)
             else "word-level tokens")
-    return (f"{type(model).__module__.removeprefix('stages.')}: "
-            f"{config['num_encoder_layers']} + {config['num_decoder_layers']} layers, "
+    vocabularies = (f"{len(src_vocab):,} {kind} shared by both languages" if src_vocab is tgt_vocab
+                    else f"{len(src_vocab):,} source and {len(tgt_vocab):,} target {kind}")
+    layers = (f"{config['num_layers']} decoder layers, one stream" if "num_layers" in config
+              else f"{config['num_encoder_layers']} + {config['num_decoder_layers']} layers")
+    return (f"{type(model).__module__.removeprefix('stages.')}: {layers}, "
             f"embed_dim {config['embed_dim']}, {config['num_heads']} heads, "
-            f"{parameters / 1e6:.2f}M parameters, {len(src_vocab):,} source {kind}, "
-            f"weights as {dtype}")
+            f"{parameters / 1e6:.2f}M parameters, {vocabularies}, weights as {dtype}")
+
+
+def about(model: nn.Module, src_vocab: Vocab | SubwordVocab, tgt_vocab: Vocab | SubwordVocab,
+          dtype: str) -> str:
+    """What the page says it runs, and what a reader can do with it (plain text)."""
+    searches = ("greedy decoding, the paper's beam search or sampling (temperature, top-k, "
+                "top-p, seeded)" if hasattr(model, "language_model")
+                else "greedy decoding or the paper's beam search")
+    return (f"{describe(model, src_vocab, tgt_vocab, dtype)}. Everything runs in this browser, "
+            f"from the files beside this page: type a sentence, choose {searches}, and look at "
+            f"any layer's and head's attention.")
 
 
 def write_page(output: Path, model: nn.Module, src_vocab: Vocab | SubwordVocab,
@@ -77,11 +91,8 @@ def write_page(output: Path, model: nn.Module, src_vocab: Vocab | SubwordVocab,
     copy_code(static)
     (static / "model.js").write_text(model_script(model, src_vocab, tgt_vocab, dtype),
                                      encoding="utf-8")
-    about = (f"{html.escape(describe(model, src_vocab, dtype))}. Everything runs in this "
-             f"browser, from the files beside this page: type a sentence, choose greedy "
-             f"decoding or the paper's beam search, and look at any layer's and head's "
-             f"attention.")
     page = output / "index.html"
-    page.write_text(PAGE.substitute(title=html.escape(title), about=about,
+    page.write_text(PAGE.substitute(title=html.escape(title),
+                                    about=html.escape(about(model, src_vocab, tgt_vocab, dtype)),
                                     form=try_it_form(example)), encoding="utf-8")
     return page

@@ -260,7 +260,7 @@ function defineTranslator(root) {
 
     // The same, and whether it ended with <eos> (rather than at its limit).
     greedySearch(srcIds, maxLen) {
-      let cache = this.startCache(this.encode(srcIds).memory);
+      let cache = this.begin(srcIds);
       const tokens = [BOS_ID];
       for (let step = 0; step < maxLen; step++) {
         const next = this.step(tokens[tokens.length - 1], cache);
@@ -270,6 +270,21 @@ function defineTranslator(root) {
         tokens.push(best);
       }
       return { tokens: tokens.slice(1), ended: false };
+    }
+
+    // How many tokens a translation of a source this long may have (toolkit.search.decoding's
+    // room and limit): 10 more than the source, never past the model's positions.
+    limitFor(srcLength) {
+      if (srcLength > this.maxSeqLen) {
+        throw new RangeError(`${srcLength} source tokens, more than the model's ` +
+          `${this.maxSeqLen} positions (max_seq_len): not translated (split it into shorter sentences)`);
+      }
+      return Math.min(srcLength + EXTRA_LEN, this.maxSeqLen);
+    }
+
+    // What a search starts from: the source encoded, and the decoder's cache for it.
+    begin(srcIds) {
+      return this.startCache(this.encode(srcIds).memory);
     }
 
     // The decoder's cache for one sentence, as stage 07's decode keeps it: each layer's
@@ -358,7 +373,7 @@ function defineTranslator(root) {
   // limit) is finished if it ranks among the beamSize best. `watch` sees each step's kept
   // extensions, best first, as SearchStep records them, to draw the search.
   Translator.prototype.beam = function (srcIds, limit, beamSize = 4, alpha = 0.6, watch = null) {
-    let rows = [{ tokens: [BOS_ID], logProb: 0, cache: this.startCache(this.encode(srcIds).memory) }];
+    let rows = [{ tokens: [BOS_ID], logProb: 0, cache: this.begin(srcIds) }];
     const finished = [];
     for (let step = 0; step < limit; step++) {
       const scores = []; // each row's log-probability once extended by each token
@@ -634,19 +649,17 @@ function defineTranslator(root) {
   // word (or character, for subwords) and an over-long line. An empty line, which the command
   // leaves empty, gets a message of its own here. `words` and `output` hold what each id of
   // `srcIds` and `ids` stands for: words, or subword pieces.
-  Translator.prototype.translate = function (text, { beamSize = 1, alpha = 0.6, watch = null } = {}) {
+  Translator.prototype.translate = function (text, { beamSize = 1, alpha = 0.6, watch = null,
+    sampling = null } = {}) {
     const source = this.vocab.encode(text);
     if (source.ids.length === 0) {
       throw new Error("cannot translate an empty sentence: type at least one word");
     }
     const srcIds = [...source.ids, EOS_ID];
-    if (srcIds.length > this.maxSeqLen) {
-      throw new RangeError(`${srcIds.length} source tokens, more than the model's ` +
-        `${this.maxSeqLen} positions (max_seq_len): not translated (split it into shorter sentences)`);
-    }
-    const limit = Math.min(srcIds.length + EXTRA_LEN, this.maxSeqLen);
-    const found = beamSize > 1 ? this.beam(srcIds, limit, beamSize, alpha, watch)
-      : this.greedySearch(srcIds, limit);
+    const limit = this.limitFor(srcIds.length);
+    const found = sampling ? this.sample(srcIds, limit, sampling)
+      : beamSize > 1 ? this.beam(srcIds, limit, beamSize, alpha, watch)
+        : this.greedySearch(srcIds, limit);
     const ids = found.tokens;
     const target = this.vocab.decode(ids);
     const { unknown } = source;
@@ -657,17 +670,153 @@ function defineTranslator(root) {
 
   // What the page asks a worker for: a translation, every attention weight behind it and,
   // with beam search, its steps; or the message of the error it met.
-  Translator.prototype.answer = function ({ id, text, beamSize = 1, alpha = 0.6 }) {
+  Translator.prototype.answer = function ({ id, text, beamSize = 1, alpha = 0.6, sampling = null }) {
     const started = performance.now();
     const steps = [];
     try {
-      const result = this.translate(text, { beamSize, alpha,
+      const result = this.translate(text, { beamSize, alpha, sampling,
         watch: beamSize > 1 ? (step) => steps.push(step) : null });
       return { id, result, attention: this.attentionOf(result), steps, ms: performance.now() - started };
     } catch (err) {
       return { id, error: err.message };
     }
   };
+
+  // Stage 08: the decoder alone reads the source and its translation as one stream, so a
+  // search starts by running the source through it, and its cache is every layer's keys and
+  // values for the stream so far (toolkit.search.stream_decoding).
+  class DecoderOnly extends Translator {
+    constructor(payload) {
+      super(payload);
+      this.numLayers = this.config.num_layers;
+    }
+
+    // The prompt of a stream this long leaves this many tokens for its continuation: the
+    // stream shares the model's positions (toolkit.search.decoding.room).
+    limitFor(srcLength) {
+      const room = this.maxSeqLen - srcLength;
+      if (room <= 0) {
+        throw new RangeError(`${srcLength} source tokens leave no room for a translation in ` +
+          `the model's ${this.maxSeqLen} positions (max_seq_len), which the source and its ` +
+          `translation share: shorten it`);
+      }
+      return Math.min(srcLength + EXTRA_LEN, room);
+    }
+
+    // Transformer.language_model on a whole stream, each token reading only its past: every
+    // layer's keys and values (the cache a search goes on from) and attention weights.
+    run(ids) {
+      this.checkLength(ids.length);
+      let y = this.embed("embed.weight", ids);
+      const layers = [];
+      const attention = [];
+      for (let l = 0; l < this.numLayers; l++) {
+        const layer = `decoder_layers.${l}`;
+        const self = `${layer}.self_attn`;
+        const keys = this.project(self, "k_proj", y);
+        const values = this.project(self, "v_proj", y);
+        const attended = this.combine(self, this.project(self, "q_proj", y), keys, values, true);
+        y = this.norm(`${layer}.norm1`, add(y, attended.out));
+        y = this.norm(`${layer}.norm2`, add(y, this.feedForward(`${layer}.feed_forward`, y)));
+        layers.push({ keys, values });
+        attention.push(attended.weights);
+      }
+      return { cache: { length: ids.length, layers }, attention };
+    }
+
+    begin(srcIds) {
+      return this.run(srcIds).cache;
+    }
+
+    // The stream one token longer: its logits, and the cache with its keys and values added
+    // (the old cache is left as it was, for the rows of a beam).
+    step(token, cache) {
+      this.checkLength(cache.length + 1);
+      let y = this.embed("embed.weight", [token], cache.length); // (1, embed_dim)
+      const layers = cache.layers.map((state, l) => {
+        const layer = `decoder_layers.${l}`;
+        const self = `${layer}.self_attn`;
+        const keys = [...state.keys, ...this.project(self, "k_proj", y)];
+        const values = [...state.values, ...this.project(self, "v_proj", y)];
+        const attended = this.combine(self, this.project(self, "q_proj", y), keys, values, false);
+        y = this.norm(`${layer}.norm1`, add(y, attended.out));
+        y = this.norm(`${layer}.norm2`, add(y, this.feedForward(`${layer}.feed_forward`, y)));
+        return { keys, values };
+      });
+      const [logits] = linear(y, this.w("out_proj.weight"), this.w("out_proj.bias"));
+      return { logits, cache: { length: cache.length + 1, layers } };
+    }
+
+    // The one stream's attention: every position over the source, <bos> and the output
+    // tokens the search read (the last one too where it went on to write <eos>).
+    attentionOf(result) {
+      const read = result.ended ? result.ids : result.ids.slice(0, -1);
+      return { stream: this.run([...result.srcIds, BOS_ID, ...read]).attention };
+    }
+  }
+
+  // Uniform draws in (0, 1) from a seed: mulberry32, 32 bits a step, so a test can draw the
+  // same numbers in Python. Each is rounded to float32, as torch.rand gives them.
+  function uniforms(seed) {
+    let state = seed >>> 0;
+    return () => {
+      state = (state + 0x6d2b79f5) >>> 0;
+      let t = Math.imul(state ^ (state >>> 15), state | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return Math.fround((((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296);
+    };
+  }
+
+  const TINY = Math.fround(1e-20), NEAR_ONE = Math.fround(1 - 1e-7); // gumbel_noise's clamp
+
+  // toolkit.search.sampling.truncate: -Infinity for every token outside the top k and outside
+  // the nucleus, the fewest likeliest tokens whose probabilities reach p.
+  function truncate(logits, topK, topP) {
+    let kept = Float64Array.from(logits);
+    if (topK !== null) {
+      const kth = Float64Array.from(kept).sort().reverse()[Math.min(topK, kept.length) - 1];
+      kept = kept.map((v) => (v < kth ? -Infinity : v));
+    }
+    if (topP !== null && topP < 1) {
+      const order = Array.from(kept.keys()).sort((a, b) => kept[b] - kept[a] || a - b);
+      const probabilities = softmax(order.map((i) => kept[i]));
+      let before = 0; // the mass of the likelier ones
+      const dropped = new Set();
+      order.forEach((token, rank) => {
+        if (before >= topP) dropped.add(token);
+        before += probabilities[rank];
+      });
+      kept = kept.map((v, token) => (dropped.has(token) ? -Infinity : v));
+    }
+    return kept;
+  }
+
+  // toolkit.search.sampling.sample for one prompt: each step draws the next token from the
+  // model's distribution, reshaped by temperature, top-k and top-p, with the Gumbel-max
+  // trick (argmax of the logits plus -log(-log(U)), one U per token); temperature 0 is greedy.
+  Translator.prototype.sample = function (srcIds, limit, { temperature = 1, topK = null,
+    topP = null, seed = 0 } = {}) {
+    if (!(temperature >= 0)) throw new RangeError("the temperature must be 0 (greedy) or more");
+    if (topK !== null && !(topK >= 1)) throw new RangeError("top-k must be 1 or more");
+    if (topP !== null && !(topP > 0 && topP <= 1)) throw new RangeError("top-p must be in (0, 1]");
+    const draw = uniforms(seed);
+    let cache = this.begin(srcIds);
+    const tokens = [BOS_ID];
+    for (let step = 0; step < limit; step++) {
+      const next = this.step(tokens[tokens.length - 1], cache);
+      cache = next.cache;
+      const chosen = temperature === 0 ? argmax(next.logits) : argmax(truncate(
+        next.logits.map((v) => v / temperature), topK, topP)
+        .map((v) => v - Math.log(-Math.log(Math.min(Math.max(draw(), TINY), NEAR_ONE)))));
+      if (chosen === EOS_ID) return { tokens: tokens.slice(1), ended: true };
+      tokens.push(chosen);
+    }
+    return { tokens: tokens.slice(1), ended: false };
+  };
+
+  // The translator a model file asks for: stage 08's one stream, or stage 07's two stacks.
+  Translator.load = (payload) => (payload.stage === "stages.stage08_decoder_only"
+    ? new DecoderOnly(payload) : new Translator(payload));
 
   Translator.tokenize = tokenize;
   Translator.detokenize = detokenize;

@@ -5,13 +5,14 @@
   "use strict";
   const $ = (id) => document.getElementById(id);
   const KINDS = { encoder: "encoder self-attention", self: "decoder self-attention",
-    cross: "cross-attention" };
+    cross: "cross-attention", stream: "the stream's self-attention" };
   const model = window.TRANSFORMER_MODEL;
+  const decoderOnly = model.stage === "stages.stage08_decoder_only"; // stage 08: one stream
   let shown = null; // the last translation and its attention, for the map's selectors
   let local = null; // a translator on the page itself: for the tests, or where no worker starts
 
   function translator() {
-    if (local === null) local = new window.Translator(model);
+    if (local === null) local = window.Translator.load(model);
     return local;
   }
 
@@ -19,7 +20,7 @@
   function serve(scope) {
     let worker = null;
     scope.onmessage = ({ data }) => {
-      if (data.model) worker = new scope.Translator(data.model);
+      if (data.model) worker = scope.Translator.load(data.model);
       else scope.postMessage(worker.answer(data));
     };
   }
@@ -73,8 +74,12 @@
 
   // Every layer's weights for the translation shown: the encoder's over the source, and the
   // decoder's for each output token (the row that produced it) over what it could read.
-  function labelled({ encoder, self, cross }, result) {
+  function labelled({ encoder, self, cross, stream }, result) {
     const source = [...result.words, "<eos>"];
+    if (stream) { // stage 08: each position of the stream, labelled with its own token
+      const tokens = [...source, "<bos>", ...result.output].slice(0, stream[0][0].length);
+      return { stream: { weights: stream, rows: tokens, cols: tokens } };
+    }
     // The last row writes <eos>; a translation cut by its limit has no row after its last word.
     const output = result.ended ? [...result.output, "<eos>"] : result.output;
     const read = ["<bos>", ...result.output].slice(0, output.length);
@@ -146,17 +151,37 @@
     $("try-read").textContent = "";
   }
 
+  // The sampling settings the form holds, or the message that says which one is wrong.
+  function samplingSettings() {
+    const read = (id) => ($(id).value.trim() === "" ? null : Number($(id).value));
+    const [temperature, topK, topP, seed] = ["try-temperature", "try-top-k", "try-top-p",
+      "try-seed"].map(read);
+    if (!(temperature >= 0)) return "the temperature must be 0 (greedy) or more";
+    if (topK !== null && !(Number.isInteger(topK) && topK >= 1)) {
+      return "top-k must be a whole number, 1 or more (empty: every token)";
+    }
+    if (topP !== null && !(topP > 0 && topP <= 1)) return "top-p must be in (0, 1] (empty: 1)";
+    if (!(Number.isInteger(seed) && seed >= 0)) return "the seed must be a whole number, 0 or more";
+    return { temperature, topK, topP, seed };
+  }
+
   // Translate what the form holds now, and show it.
   async function translateForm() {
     const text = $("try-source").value;
-    const beam = $("try-search").value === "beam";
+    const search = $("try-search").value;
+    const beam = search === "beam";
     const alpha = Number($("try-alpha").value);
     if (beam && !($("try-alpha").value !== "" && alpha >= 0)) {
       showError("the length penalty's alpha must be 0 or more: a negative one would favour " +
         "ever shorter sentences");
       return;
     }
-    const reply = await ask({ text, beamSize: beam ? 4 : 1, alpha });
+    const sampling = search === "sample" ? samplingSettings() : null;
+    if (typeof sampling === "string") {
+      showError(sampling);
+      return;
+    }
+    const reply = await ask({ text, beamSize: beam ? 4 : 1, alpha, sampling });
     if (reply.error !== undefined) {
       showError(reply.error);
       return;
@@ -167,7 +192,8 @@
     $("try-message").textContent = result.note;
     $("try-source-pieces").innerHTML = pieces(result.words, result.srcIds);
     $("try-output-pieces").innerHTML = pieces(result.output, result.ids);
-    $("try-time").textContent = `${beam ? "beam 4" : "greedy"}, ${reply.ms.toFixed(0)} ms`;
+    $("try-time").textContent = `${beam ? "beam 4" : search === "sample" ? "sampled" : "greedy"}, ` +
+      `${reply.ms.toFixed(0)} ms`;
     drawMap();
     drawBeam(beam ? reply.steps : []);
     if (window.tryIt.firstTranslation === null) window.tryIt.firstTranslation = performance.now();
@@ -197,18 +223,32 @@
       };
       worker.onmessage = ({ data }) => receive(data);
     }
-    const { num_encoder_layers: enc, num_decoder_layers: dec, num_heads: heads } = model.config;
-    $("try-layer").innerHTML = options(Math.max(enc, dec));
+    const { num_encoder_layers: enc, num_decoder_layers: dec, num_layers: layers,
+      num_heads: heads } = model.config;
+    $("try-layer").innerHTML = options(decoderOnly ? layers : Math.max(enc, dec));
     $("try-head").innerHTML = options(heads);
-    $("try-alpha-row").hidden = $("try-search").value !== "beam";
+    if (decoderOnly) { // one stream: one kind of attention, and sampling as well as search
+      $("try-kind").innerHTML = `<option value="stream">${KINDS.stream}</option>`;
+      $("try-rows-note").textContent = "Each row and column is one token of the stream: the " +
+        "source, then <bos> and the output so far. Layers and heads count from 1 here, from 0 " +
+        "in the notebooks.";
+      $("try-sample-option").hidden = false;
+    }
+    const showOptions = () => {
+      $("try-alpha-row").hidden = $("try-search").value !== "beam";
+      $("try-sampling-row").hidden = $("try-search").value !== "sample";
+    };
+    showOptions();
     $("try-form").addEventListener("submit", (e) => { e.preventDefault(); run(); });
     let timer = null;
     $("try-source").addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(run, 300); });
     $("try-search").addEventListener("change", () => {
-      $("try-alpha-row").hidden = $("try-search").value !== "beam";
+      showOptions();
       run();
     });
-    $("try-alpha").addEventListener("change", run);
+    for (const id of ["try-alpha", "try-temperature", "try-top-k", "try-top-p", "try-seed"]) {
+      $(id).addEventListener("change", run);
+    }
     for (const id of ["try-kind", "try-layer", "try-head"]) $(id).addEventListener("change", drawMap);
     run();
   }
