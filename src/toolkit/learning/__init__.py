@@ -6,7 +6,7 @@ from toolkit.lazy_exports import lazy_exports
 # What the notebooks import from here, by module; `from toolkit.learning import X` loads
 # only X's module.
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "checkpoints": ["load_checkpoint", "save_checkpoint"],
+    "checkpoints": ["load_checkpoint"],
     "recipes": ["PAPER", "RECIPES"],
     "stream_objectives": ["language_modelling", "whole_stream"],
     "training": ["History", "PaperOptimizer", "evaluate_loss", "train", "warmup_then_decay"],
