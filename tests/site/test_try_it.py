@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from chromium import OVERFLOWING, SCREENS, SITE, WIDTHS, open_page, wait_for
 
+pytestmark = pytest.mark.slow  # starts Chromium, Node and the training command
 TRY_SENTENCES = 200  # test sentences translated through each page, greedy and beam 4
 PHONE = 390  # a phone's CSS width, portrait
 # The page's worker answers each request as Translator.answer does; a test asks it directly.
