@@ -176,7 +176,10 @@ def show_a_beam_search(browser, page: Path, width: int, name: str) -> None:
 
     open_try(browser, page, width)
     browser.execute_script("document.getElementById('try-search').value = 'beam';"
+                           "document.getElementById('try-search').dispatchEvent("
+                           "new Event('change'));"
                            "return window.tryIt.run();")
+    assert browser.find_element("id", "try-alpha").is_displayed()
     row = browser.find_element("css selector", "#try-map tbody tr:nth-child(3)")
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", row)
     ActionChains(browser).move_to_element(row).perform()
