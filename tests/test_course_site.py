@@ -121,6 +121,7 @@ def test_make_site_model_puts_that_checkpoint_on_the_try_it_page(tmp_path):
     page = pages.try_page(described)
     assert "# Try it: your model in your browser" in page and described in page
     assert "notebook 10" not in page.split("How it works")[0]
+    assert "not on this checkpoint" in page.split("How it works")[1]
     assert 'id="try-source"' in page and 'src="_static/model.js"' in page
     with pytest.raises(SystemExit, match="missing.pt"):
         build.trained_model_script(tmp_path / "missing.pt")

@@ -161,38 +161,46 @@ def try_page(model: str | None = None) -> str:
     """The trained model in the browser: its scripts load from _static like any file. With
     `model`, a sentence on another model (`make site MODEL=...`), the page runs that one."""
     if model is None:
-        return TRY_PAGE.replace("{form}", try_it_form(SITE_EXAMPLE))
-    intro = TRY_PAGE[TRY_PAGE.index("Type an English"):TRY_PAGE.index("```{raw} html")]
-    return (TRY_PAGE.replace("# Try it: the trained model in your browser",
-                             "# Try it: your model in your browser")
-            .replace(intro, f"{model}\n\n").replace("{form}", try_it_form(EXAMPLE)))
+        return TRY_PAGE.format(title="the trained model", intro=SITE_INTRO,
+                               form=try_it_form(SITE_EXAMPLE), how=SITE_HOW)
+    return TRY_PAGE.format(title="your model", intro=model, form=try_it_form(EXAMPLE),
+                           how=MODEL_HOW)
 
 
 TRY_PAGE = """---
 html_theme.sidebar_secondary.remove: true
 ---
-# Try it: the trained model in your browser
+# Try it: {title} in your browser
 
-Type an English sentence from the course's world (the dog, the cat, the teacher, numbers up
-to 99, adjectives, negation, "because" and "when"; capitals count, so "Dog" is unknown):
-the stage-07 model of notebook 10 translates it here, in your browser, from the files of
-this site alone. Choose greedy
-decoding or the paper's beam search (beam 4, length penalty α), then pick which attention
-to look at: the encoder's, the decoder's own, or the decoder reading the source, for any
-layer and head. Hover a row to see what that token read.
+{intro}
 
-```{raw} html
+```{{raw}} html
 {form}```
 
-How it works: `toolkit/web/model_script.py` writes the trained weights into `model.js`, a
-classic script (browsers refuse `fetch()` from `file://` but always run a `<script>`), and
-`translator.js` computes stage 07's forward pass in plain JavaScript, in a worker, so that
-typing never waits for it. The course's tests hold this page to PyTorch in Chromium (CI
-always; `make test` wherever Chromium is installed): the same tokens on 200 test sentences,
-greedy and beam 4 with α = 0.6, and the same attention weights on 20 of them. Notebook 08
-shows how. Your own model gets a page like this one with
-`python -m toolkit.web build/train/best.pt --output build/web`.
+{how}
 """
+SITE_INTRO = """\
+Type an English sentence from the course's world (the dog, the cat, the teacher, numbers up
+to ninety-nine in words, adjectives, negation, "because" and "when"; capitals count, so "Dog"
+is unknown): the stage-07 model of notebook 10 translates it here, in your browser, from the
+files of this site alone. Choose greedy decoding or the paper's beam search (beam 4, length
+penalty α), then pick which attention to look at: the encoder's, the decoder's own, or the
+decoder reading the source, for any layer and head. Hover a row to see what that token
+read."""
+SITE_HOW = """\
+How it works: `toolkit/web/model_script.py` writes the trained weights into `model.js`, a
+classic script (Chromium refuses `fetch()` from `file://`, but every browser runs a
+`<script>`), and `translator.js` computes stage 07's forward pass in plain JavaScript, in a
+worker, so that typing never waits for it. The course's tests hold this page to PyTorch in
+Chromium (CI always; `make test` wherever Chromium is installed): the same tokens on 200
+test sentences, greedy and beam 4 with α = 0.6, and the same attention weights on 20 of
+them. Notebook 08 shows how. Your own model gets a page like this one with
+`python -m toolkit.web build/train/best.pt --output build/web`."""
+MODEL_HOW = """\
+How it works: `toolkit/web/model_script.py` wrote this checkpoint's weights into `model.js`
+as float16, and `translator.js` runs its forward pass in plain JavaScript, in a worker. The
+course's tests hold that code to PyTorch, token for token, on models of their own (stage 07
+with words and with subwords, stage 08), not on this checkpoint; notebook 08 shows how."""
 
 
 def guide_page(guide: str) -> str:
