@@ -230,8 +230,8 @@
     if (decoderOnly) { // one stream: one kind of attention, and sampling as well as search
       $("try-kind").innerHTML = `<option value="stream">${KINDS.stream}</option>`;
       $("try-rows-note").textContent = "Each row and column is one token of the stream: the " +
-        "source, then <bos> and the output so far. Layers and heads count from 1 here, from 0 " +
-        "in the notebooks.";
+        "source, then <bos> and the output so far. Layers and heads count from 1, as in the " +
+        "notebooks' titles and printed lines.";
       $("try-sample-option").hidden = false;
     }
     const showOptions = () => {

@@ -1,0 +1,86 @@
+"""Checkers of what goes in and what is scored: framed and padded sentences, the
+decoder's prefix and target, the loss over real tokens only, stage 08's German targets."""
+
+from collections.abc import Callable
+
+import torch
+
+from stages import stage08_decoder_only as stage08
+from toolkit.batching.batches import Batch, encode_target
+from toolkit.checkers import properties
+from toolkit.checkers.position_checks import STREAMS
+from toolkit.checkers.verdicts import NotYet, fail_on, name_of, passed
+from toolkit.objectives import token_loss
+from toolkit.text.vocab import PAD_ID, Vocab
+
+VOCAB = Vocab("the dog cat sees a house".split())
+SENTENCES = [["the", "dog"], ["a", "cat", "sees", "the", "house"], ["the", "zebra", "sees"],
+             ["dog"]]
+
+
+CAPITALISED = ["The", "dog"]  # VOCAB holds "the": to it, "The" is an unknown word
+
+
+def frame_target(fn: Callable[[list[str], Vocab], list[int]]) -> None:
+    """Exercise: a target sentence as ids, framed by <bos> and <eos>, unknown words as <unk>."""
+    for words in [*SENTENCES, CAPITALISED]:
+        ids = fn(words, VOCAB)
+        fail_on(properties.framing_problem(ids, words, VOCAB), f"{name_of(fn)}({words})")
+    passed(name_of(fn), f"{len(SENTENCES) + 1} sentences, one with a word the vocabulary lacks "
+                       f"and one with a word it holds only in another case")
+
+
+def pad_batch(fn: Callable[[list[list[int]]], torch.Tensor]) -> None:
+    """Exercise: right-pad encoded sentences into one (batch, longest) tensor, losing nothing."""
+    batches = [[encode_target(words, VOCAB) for words in SENTENCES],
+               [encode_target(["dog"], VOCAB)],
+               [encode_target(words, VOCAB) for words in reversed(SENTENCES[:3])]]
+    for sequences in batches:
+        lengths = [len(sequence) for sequence in sequences]
+        fail_on(properties.padded_batch_problem(fn(sequences), sequences),
+                 f"{name_of(fn)} on sequences of lengths {lengths}")
+    passed(name_of(fn), f"{len(batches)} batches: the longest sentence second of four, alone, "
+                       "and in the middle of three")
+
+
+def prefix_and_target(fn: Callable[[list[int], int], tuple[list[int], int]]) -> None:
+    """Exercise: stage 01's honest objective, the prefix ids[:n] and the token after it."""
+    ids = [2, 14, 9, 21, 7, 3]  # <bos> four words <eos>
+    for n in range(1, len(ids)):
+        answer = fn(list(ids), n)
+        fail_on(properties.next_token_problem(answer, ids, n), f"{name_of(fn)}(ids, n={n})")
+    passed(name_of(fn), f"every prefix length of a {len(ids)}-token target")
+
+
+def loss(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Exercise: the loss of a padded batch, where <pad> targets must count for nothing."""
+    fail_on(properties.loss_problem(fn), f"{name_of(fn)} on 3 sentences with <pad> targets")
+    passed(name_of(fn), "a padded batch, its <pad> logits changed at random")
+
+
+def german_only_targets(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> None:
+    """Exercise: targets for language_model(stream[:, :-1]) that score the German alone."""
+    torch.manual_seed(0)
+    model = stage08.Transformer(12, 12, embed_dim=16, num_heads=2, num_layers=2, ff_dim=32)
+    src, tgt = STREAMS[:, :4], STREAMS[:, 4:]  # (2, 4) each: English, then <bos> German
+    stream = model.join(src, tgt)  # (2, 8)
+    case = f"{name_of(fn)} on the stream {stream.tolist()}, the German from column 4"
+    targets = fn(stream, src.size(1))
+    fail_on(properties.tensor_problem(targets, (2, 7)), case)
+    expected = stream[:, 1:].clone()  # (batch, len - 1): each position's next token
+    expected[:, : src.size(1)] = PAD_ID  # positions before <bos> predict English, or <bos>
+    if not torch.equal(targets, expected):
+        scored = (targets != PAD_ID) & (expected == PAD_ID)
+        hint = ("the targets must be the next tokens, stream[:, 1:]"
+                if not torch.equal(targets[expected != PAD_ID], expected[expected != PAD_ID])
+                else "it scores the <bos> that the English's <eos> predicts: that token is "
+                "given, not translated" if scored.nonzero()[:, 1].tolist() == [3] * 2
+                else "it scores English words: only the German is translated")
+        raise NotYet(f"{case}: expected {expected.tolist()}, got {targets.tolist()}; {hint}")
+    with torch.no_grad():
+        ours = token_loss(model.language_model(stream[:, :-1]), targets).mean()
+        own = stage08.objective(model, Batch(src, tgt)).mean()
+    fail_on(None if torch.allclose(ours, own) else "the loss differs from stage 08's own",
+             case)
+    passed(name_of(fn), f"two streams, one of them padded: the loss equals stage 08's own "
+                        f"({float(own):.4f})")
