@@ -216,22 +216,23 @@ def test_enter_translates_and_a_bad_alpha_clears_the_old_result(browser):
 
 
 def test_typing_never_waits_for_a_search(browser):
-    """While the worker translates a long sentence with beam 4, the page's own thread stays
-    free: a timer set for 50 ms fires within 250 ms, and what is typed meanwhile is what ends
-    up translated."""
+    """While the worker searches a sentence as long as the model takes, with beam 4, the
+    page's own thread stays free: a timer set for 10 ms fires within a quarter of the
+    search's time (on the page's own thread it would wait for all of it). Then what is
+    typed is what ends up translated."""
     open_try(browser, SITE / "try_it.html", 1280)
-    long = " ".join(["the small dog does not see the red cars because the cat sleeps ."] * 3)
-    late = browser.execute_script("""
-      document.getElementById('try-search').value = 'beam';
-      document.getElementById('try-source').value = arguments[0];
-      const done = window.tryIt.run();
+    long = " ".join(["the small dog does not see the red cars because the cat sleeps ."] * 18)
+    late, searched = browser.execute_script("""
       const asked = performance.now();
+      const answer = window.tryIt.ask({ text: arguments[0], beamSize: 4, alpha: 0.6 });
       return new Promise((resolve) => setTimeout(() => {
-        const late = performance.now() - asked - 50;
-        document.getElementById('try-source').value = 'The dog sees the cat.';
-        window.tryIt.run().then(() => done).then(() => resolve(late));
-      }, 50));""", long)
-    assert late < 200, f"the page's thread was busy for {late:.0f} ms"
+        const late = performance.now() - asked - 10;
+        answer.then((reply) => resolve([late, reply.ms]));
+      }, 10));""", long)
+    assert searched > 150, f"a search of {searched:.0f} ms is too short to tell"
+    assert late < searched / 4, f"the page waited {late:.0f} ms for a {searched:.0f} ms search"
+    browser.execute_script("document.getElementById('try-source').value = arguments[0];"
+                           "return window.tryIt.run();", "The dog sees the cat.")
     assert browser.find_element("id", "try-output").text == "Der Hund sieht die Katze."
 
 
