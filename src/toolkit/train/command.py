@@ -11,6 +11,7 @@ validation BLEU so far), log.csv and chart.png. `make train ARGS="..."` runs the
 """
 
 import sys
+import time
 
 from toolkit.device import pick_device
 from toolkit.paths import PROJECT_ROOT
@@ -21,13 +22,15 @@ from toolkit.train.training_run import run_training
 from toolkit.train.world import World
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, started: float | None = None) -> int:
+    """`started`: the perf_counter() time the command began, from which --time-limit counts."""
+    started = time.perf_counter() if started is None else started
     parser = build_parser("python -m toolkit.train", __doc__.split("\n")[0],
                           PROJECT_ROOT / "build" / "train")
     args = parse_options(parser, argv)
     try:
         world = World(device=pick_device(args.device))
-        result = run_training(args, world)
+        result = run_training(args, world, started=started)
     # A corpus, checkpoint or option that does not fit says so (CheckpointError and
     # CorpusError are ValueErrors), without a stack trace from deep inside.
     except (ValueError, CorpusUnavailable, FileNotFoundError) as err:

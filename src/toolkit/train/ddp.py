@@ -113,11 +113,12 @@ def time_all_reduce(model: torch.nn.Module, device: torch.device, repeats: int =
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()  # --time-limit counts from here
     args = parse_options(parser(), argv)
     world = join_process_group(args.device)
     try:
         try:
-            result = run_training(args, world, data_parallel(world))
+            result = run_training(args, world, data_parallel(world), started)
         except (ValueError, CorpusUnavailable, FileNotFoundError) as err:
             if world.main:  # every process meets the same error; one says it
                 print(f"error: {err}", file=sys.stderr)

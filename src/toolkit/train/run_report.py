@@ -9,6 +9,7 @@ from torch import nn
 
 from toolkit.batching.data import CourseData
 from toolkit.train.run_state import Progress
+from toolkit.train.time_budget import Plan, format_duration
 from toolkit.train.world import World
 
 
@@ -27,6 +28,9 @@ class RunResult:
     averaged: list[Path] | None = None  # the checkpoints averaged.pt averages
     bleu_signature: str = ""  # sacreBLEU's, for the validation BLEU it reports
     bleu_sentences: int = 0  # validation sentences each BLEU was computed on
+    plan: Plan | None = None  # what --time-limit planned
+    out_of_time: bool = False  # the clock ended the run before the plan's last step
+    wall_seconds: float = 0.0  # since the command began, loading and probing included
 
 
 def report(result: RunResult, args: argparse.Namespace, world: World) -> list[str]:
@@ -46,6 +50,13 @@ def report(result: RunResult, args: argparse.Namespace, world: World) -> list[st
         steps = ", ".join(str(int(path.stem.split("-")[1])) for path in result.averaged)
         lines.append(f"averaged the checkpoints of steps {steps}: "
                      f"{args.output / 'averaged.pt'}")
+    if result.plan is not None:
+        done = ("all of them" if progress.step == result.plan.steps else
+                f"out of time after step {progress.step:,}" if result.out_of_time else
+                f"{progress.step:,}")
+        lines.append(f"--time-limit {format_duration(args.time_limit)}: {result.plan.steps:,} "
+                     f"steps planned, {done}; this invocation took "
+                     f"{format_duration(result.wall_seconds)} in all")
     if result.early_stopped:
         lines.append(f"stopped early: {args.patience} evaluations without a better BLEU")
     if result.stopped_by is not None:

@@ -11,8 +11,9 @@ an uninterrupted run ends (tests/test_train_command.py kills runs with SIGKILL t
 
 The loop's parts live beside it, one job each: what is measured and when a run stops early
 (`run_evaluation`), the output folder and the checkpoints kept for averaging
-(`run_files`), speed (`throughput`), signals (`stop_requests`) and the closing report
-(`run_report`), all in `toolkit.train`.
+(`run_files`), speed (`throughput`), signals (`stop_requests`), the plan and the clock of
+`--time-limit` (`time_budget`), the faster parts of the model (`fast_path`) and the closing
+report (`run_report`), all in `toolkit.train`.
 """
 
 import argparse
@@ -28,10 +29,11 @@ from tqdm import tqdm  # plain text: it must read the same in a terminal, a log 
 
 from stages import stage07_multi_head as stage
 from toolkit.batching.data import load_data
-from toolkit.learning.checkpoints import save_checkpoint, vocabularies_from
+from toolkit.learning.checkpoints import CheckpointError, save_checkpoint, vocabularies_from
 from toolkit.learning.training import PaperOptimizer
 from toolkit.stage_api import count_parameters
 from toolkit.train.batch_plan import BatchPlan
+from toolkit.train.fast_path import use_fast_path
 from toolkit.train.run_evaluation import (
     evaluate_during_training,
     evaluation_sample,
@@ -39,7 +41,13 @@ from toolkit.train.run_evaluation import (
 )
 from toolkit.train.run_files import average_kept, check_output, keep_for_averaging
 from toolkit.train.run_log import RunLog
-from toolkit.train.run_options import PRECISIONS, data_settings, model_settings, run_settings
+from toolkit.train.run_options import (
+    PRECISIONS,
+    data_settings,
+    model_settings,
+    resolve_precision,
+    run_settings,
+)
 from toolkit.train.run_report import RunResult
 from toolkit.train.run_state import (
     Progress,
@@ -53,6 +61,15 @@ from toolkit.train.run_state import (
 )
 from toolkit.train.stop_requests import StopRequests
 from toolkit.train.throughput import Window
+from toolkit.train.time_budget import (
+    Deadline,
+    Plan,
+    final_seconds,
+    format_duration,
+    plan_steps,
+    probe_costs,
+    untouched,
+)
 from toolkit.train.world import World
 
 
@@ -69,6 +86,8 @@ def build_model(
     """
     torch.manual_seed(args.seed)  # the same initial weights everywhere; DDP also copies rank 0's
     model = stage.Transformer(src_vocab_size, tgt_vocab_size, **model_settings(args))
+    if args.fast_path:
+        use_fast_path(model)
     model = model.to(world.device, PRECISIONS[args.precision][0])
     replica = wrap(model)
     torch.manual_seed(args.seed + 1 + world.rank)
@@ -78,8 +97,14 @@ def build_model(
 def run_training(
     args: argparse.Namespace, world: World,
     wrap: Callable[[nn.Module], nn.Module] = lambda model: model,
+    started: float | None = None,
 ) -> RunResult:
-    """Train (or resume) the run `args` describes; `wrap` makes a DDP replica of the model."""
+    """Train (or resume) the run `args` describes; `wrap` makes a DDP replica of the model.
+
+    `started` is the perf_counter() time the command began, from which --time-limit counts.
+    """
+    started = time.perf_counter() if started is None else started
+    args.precision = resolve_precision(args.precision, world.device)
     try:
         check_output(args, world.rank)
     except SystemExit as refusal:  # every process meets it; one says why
@@ -96,15 +121,19 @@ def run_training(
         data = load_data(args.corpus, args.src_lang, args.tgt_lang, **data_settings(args),
                          vocabularies=vocabularies)
     pairs = data.train[: args.train_pairs] if args.train_pairs else data.train
-    plan = BatchPlan(pairs, args.batch_size, args.max_tokens, args.seed, world.size)
-    # Rounded first: 0.1 epoch of 30 steps is 3 steps, not ceil(3.0000000000000004) = 4.
-    total_steps = args.steps or math.ceil(round(args.epochs * plan.steps_per_epoch, 6))
-    if total_steps < 1:
+    batches = BatchPlan(pairs, args.batch_size, args.max_tokens, args.seed, world.size)
+    time_plan = planned_by(saved, args, last)
+    if time_plan is not None:  # a resumed run keeps its plan
+        use_plan(args, time_plan)
+    total_steps = args.steps  # None until planned, under a new --time-limit
+    if args.epochs is not None:
+        # Rounded first: 0.1 epoch of 30 steps is 3 steps, not ceil(3.0000000000000004) = 4.
+        total_steps = math.ceil(round(args.epochs * batches.steps_per_epoch, 6))
+    if total_steps is not None and total_steps < 1:
         raise ValueError(f"--epochs {args.epochs:g} is less than one of the "
-                         f"{plan.steps_per_epoch:,} steps an epoch takes, so nothing would "
-                         f"train: give --epochs {1 / plan.steps_per_epoch:.2g} or more, or "
+                         f"{batches.steps_per_epoch:,} steps an epoch takes, so nothing would "
+                         f"train: give --epochs {1 / batches.steps_per_epoch:.2g} or more, or "
                          f"--steps")
-    settings = run_settings(args)
     fingerprint = data_fingerprint(data.src_vocab, data.tgt_vocab, pairs)
     if len(set(world.gather(fingerprint))) > 1:  # each machine reads and tokenizes on its own
         raise ValueError("the processes loaded different training pairs or vocabularies: "
@@ -112,8 +141,39 @@ def run_training(
 
     model, replica = build_model(args, len(data.src_vocab), len(data.tgt_vocab), world, wrap)
     generator = torch.Generator().manual_seed(args.seed)
-    optimizer = PaperOptimizer(replica, args.lr, args.warmup_steps, args.schedule, args.betas,
-                               args.eps, autocast=autocast)
+    sample = evaluation_sample(data, args.eval_sentences, args.seed)
+
+    def train_step(optimizer: PaperOptimizer, step: int, stop_asked: bool = False
+                   ) -> tuple[torch.Tensor, bool, float]:
+        """Step `step` (from 1): its summed loss and targets over all processes, whether any
+        process was asked to stop, and the learning rate it used."""
+        batch = batches.batch(step - 1, world.rank)
+        if world.device.type == "cuda":  # from page-locked memory the host need not wait
+            batch = batch.pin_memory()
+        batch = batch.to(world.device, non_blocking=True)
+        with optimizer.forward_context():
+            scored = stage.objective(replica, batch, generator,
+                                     label_smoothing=args.label_smoothing)
+        totals, asked = world.step_totals(scored.total, scored.tokens, stop_asked)
+        # DDP averages gradients over processes; multiplying by their number turns that
+        # average into the gradient of the mean over *all* the step's targets.
+        return totals, asked, optimizer.step(scored.total * world.size / totals[1])
+
+    def new_optimizer() -> PaperOptimizer:
+        return PaperOptimizer(replica, args.lr, args.warmup_steps or 0, args.schedule,
+                              args.betas, args.eps, autocast=autocast)
+
+    if args.time_limit is not None and time_plan is None:  # plan from the run's own steps
+        with untouched(model, generator, world.device):
+            probe = new_optimizer()
+            costs = probe_costs(lambda step: train_step(probe, step), model, data, sample,
+                                args.output, world)
+        time_plan = plan_steps(args.time_limit - (time.perf_counter() - started), costs, args,
+                               args.warmup_share)
+        use_plan(args, time_plan)
+        total_steps = args.steps
+    settings = run_settings(args)
+    optimizer = new_optimizer()
     progress = Progress()
     if saved is not None:
         check_same_run(saved["training"], settings, fingerprint, world.size, last)
@@ -130,9 +190,16 @@ def run_training(
     log = RunLog(args.output, keep_through=progress.step) if world.main else None
     if world.main:
         print(f"stage 07, {count_parameters(model):,} parameters, on {world.device} x "
-              f"{world.size}; {len(pairs):,} training pairs, {plan.steps_per_epoch:,} steps "
-              f"per epoch; " + (f"resuming at step {progress.step + 1} of {total_steps:,}"
-                                if args.resume else f"{total_steps:,} steps"), flush=True)
+              f"{world.size} in {args.precision}; {len(pairs):,} training pairs, "
+              f"{batches.steps_per_epoch:,} steps per epoch; "
+              + (f"resuming at step {progress.step + 1} of {total_steps:,}"
+                 if args.resume else f"{total_steps:,} steps"), flush=True)
+        if time_plan is not None:
+            print(describe_plan(time_plan, args.time_limit, args.resume), flush=True)
+    deadline = None
+    if args.time_limit is not None:
+        deadline = Deadline(started + args.time_limit,
+                            final_seconds(time_plan.costs, args.average_last))
 
     def save(scheduled: bool) -> None:
         nonlocal start
@@ -145,37 +212,33 @@ def run_training(
             training = {"settings": settings, "data": fingerprint, "world_size": world.size,
                         "optimizer": optimizer_state(optimizer), "random": streams,
                         "progress": vars(progress)}
+            if time_plan is not None:
+                training["plan"] = time_plan.saved()
             save_checkpoint(last, model, data.src_vocab, data.tgt_vocab, training)
 
-    sample = evaluation_sample(data, args.eval_sentences, args.seed)
     start = time.perf_counter()
     first_step, window = progress.step + 1, Window()
-    stopped_by, early_stop, new_best, signature = None, False, False, ""
+    stopped_by, early_stop, new_best, signature, out_of_time = None, False, False, "", False
     bar = tqdm(total=total_steps, initial=progress.step, desc="training", unit="step",
                ascii=True, ncols=90, mininterval=2.0, file=sys.stderr, disable=not world.main)
     with StopRequests() as stop:
         for step in range(first_step, total_steps + 1):
-            batch = plan.batch(step - 1, world.rank)
-            if world.device.type == "cuda":  # from page-locked memory the host need not wait
-                batch = batch.pin_memory()
-            batch = batch.to(world.device, non_blocking=True)
-            with optimizer.forward_context():
-                scored = stage.objective(replica, batch, generator,
-                                         label_smoothing=args.label_smoothing)
-            totals, asked = world.step_totals(scored.total, scored.tokens,
-                                              stop.signal is not None)
-            # DDP averages gradients over processes; multiplying by their number turns that
-            # average into the gradient of the mean over *all* the step's targets.
-            lr = optimizer.step(scored.total * world.size / totals[1])
+            step_start = time.perf_counter()
+            totals, asked, lr = train_step(optimizer, step, stop.signal is not None)
             progress.step = step
-            window.add(totals, len(plan.indices(step - 1)))
+            window.add(totals, len(batches.indices(step - 1)))
             # All processes stop after the same step, even if only one was signalled.
             if asked:
                 stopped_by = world.largest(stop.signal or 0)
                 with window.excluding():
                     save(scheduled=False)
                 break
-            evaluate_now = step % args.eval_every == 0 or step == total_steps
+            # The clock's verdict is every process's: they all end after the same step.
+            if deadline is not None and step < total_steps:
+                out_of_time = world.any(deadline.no_room_after(time.perf_counter()
+                                                               - step_start))
+            last_step = step == total_steps or out_of_time
+            evaluate_now = step % args.eval_every == 0 or last_step
             log_now = step % args.log_every == 0 or evaluate_now  # every evaluation gets a row
             row = window.read() if log_now else {}
             if evaluate_now:
@@ -189,11 +252,11 @@ def run_training(
                     early_stop = world.any(early_stop)
                     new_best = world.any(world.main and progress.best_step == step)
             if row and world.main:
-                log.add(step=step, epoch=plan.epoch_of(step - 1), lr=lr, **row)
+                log.add(step=step, epoch=batches.epoch_of(step - 1), lr=lr, **row)
                 if "val_bleu" in row:
                     with window.excluding():
                         log.draw()
-            scheduled = step % args.save_every == 0 or step == total_steps
+            scheduled = step % args.save_every == 0 or last_step
             if scheduled or early_stop or new_best:
                 with window.excluding():
                     save(scheduled)
@@ -206,7 +269,7 @@ def run_training(
             bar.update()
             if "loss" in row:
                 bar.set_postfix(loss=f"{row['loss']:.3f}", refresh=False)
-            if early_stop:
+            if early_stop or out_of_time:
                 break
     bar.close()
     averaged = None
@@ -214,6 +277,43 @@ def run_training(
         averaged = average_kept(args.output, progress.step, args.save_every)
     return RunResult(model, data, progress, progress.step - first_step + 1, window.pairs,
                      window.training_seconds(), stopped_by, early_stop, averaged, signature,
-                     len(sample))
+                     len(sample), time_plan, out_of_time, time.perf_counter() - started)
+
+
+def planned_by(saved: dict | None, args: argparse.Namespace, path) -> Plan | None:
+    """The plan a resumed time-limited run keeps; a planned run resumed without
+    --time-limit is refused, with the options that would go on with it."""
+    plan = saved and saved["training"].get("plan")
+    if plan is None:
+        if saved is not None and args.time_limit is not None:
+            raise CheckpointError(f"{path} was not trained under --time-limit: resume it "
+                                  f"without one (its --steps decide how long)")
+        return None
+    plan = Plan.from_saved(plan)
+    if args.time_limit is None:
+        raise CheckpointError(f"{path} was planned by --time-limit: resume with --time-limit "
+                              f"and the time this invocation may take (the plan is kept), or "
+                              f"without it and with the plan's own options: "
+                              f"{' '.join(plan.options())}")
+    return plan
+
+
+def use_plan(args: argparse.Namespace, plan: Plan) -> None:
+    args.steps, args.warmup_steps = plan.steps, plan.warmup_steps
+    args.eval_every, args.save_every = plan.eval_every, plan.save_every
+    args.average_last = plan.average_last
+
+
+def describe_plan(plan: Plan, limit: float, resumed: bool) -> str:
+    """What the time limit bought, and how the steps were worked out: for the log."""
+    costs = plan.costs
+    if resumed:
+        return (f"the plan of {plan.steps:,} steps is kept; this invocation may take "
+                f"{format_duration(limit)} and ends earlier, saved, if the rest does not fit")
+    return (f"--time-limit {format_duration(limit)}: {plan.steps:,} steps fit, measured: a "
+            f"step {costs.step:.3f} s, an evaluation {costs.evaluation:.1f} s, a save "
+            f"{costs.save:.2f} s (each +5%); warm-up {plan.warmup_steps:,} steps, evaluations "
+            f"every {plan.eval_every:,}, saves every {plan.save_every:,}, averaging the last "
+            f"{plan.average_last}. The same run without the limit: {' '.join(plan.options())}")
 
 

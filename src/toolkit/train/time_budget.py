@@ -1,0 +1,208 @@
+"""Train for the time you have: `--time-limit` turned into a plan of steps, and a clock that
+ends the run in time if the machine turns out slower than planned.
+
+Before the first step, a throwaway copy of the model trains a few of the run's own batches,
+one evaluation and one save are timed, and the plan follows: how many steps fit, the
+warm-up at the recipe's share of them, the evaluations and the saves to average spread over
+them. The plan is written into every checkpoint, so a resumed run keeps it, and a run of
+the same plan given as options (`Plan.options`) takes bit for bit the same steps. The
+copy draws from no random stream the run uses, so probing changes nothing that follows.
+
+If the machine slows down (another program, a laptop on battery), the clock
+(`Deadline`) ends the run at the last step after which the final evaluation, save and
+average still fit: fewer steps than planned, every file written, and the log says so.
+"""
+
+import argparse
+import copy
+import math
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from toolkit.batching.data import CourseData
+from toolkit.learning.checkpoints import save_checkpoint
+from toolkit.train.run_evaluation import evaluate_during_training
+from toolkit.train.world import World
+
+PROBE_WARMUP, PROBE_STEPS = 2, 8  # untimed steps first: the first calls allocate and tune
+EVALUATIONS = 5  # evaluations a planned run makes, the last one at its last step
+AVERAGED_SHARE = 0.1  # the saves --average-last averages span the plan's last tenth
+PROBE_SENTENCES = 20  # validation sentences the probe translates to time an evaluation
+SAFETY = 1.05  # every estimate is stretched by 5%: a plan that runs over is worse than one short
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in "30" (minutes), "90s", "45m", "1h30m" or "1.5h": argparse's type for
+    --time-limit."""
+    text = text.strip().lower().replace(" ", "")
+    try:
+        seconds = float(text) * 60
+    except ValueError:
+        match = _DURATION.fullmatch(text)
+        if not text or match is None:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a duration: give minutes (30), or hours, minutes and seconds "
+                f"(1h30m, 45m, 90s)") from None
+        hours, minutes, secs = (float(part or 0) for part in match.groups())
+        seconds = hours * 3600 + minutes * 60 + secs
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"--time-limit must be positive, got {text!r}")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What the probe measured, in seconds, each already stretched by SAFETY."""
+
+    step: float
+    evaluation: float
+    save: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The steps a time limit buys, and the options that train exactly them."""
+
+    steps: int
+    warmup_steps: int
+    eval_every: int
+    save_every: int
+    average_last: int
+    costs: Costs
+
+    def options(self) -> list[str]:
+        """The same run without --time-limit: these options take the same steps, bit for bit."""
+        return ["--steps", str(self.steps), "--warmup-steps", str(self.warmup_steps),
+                "--eval-every", str(self.eval_every), "--save-every", str(self.save_every),
+                "--average-last", str(self.average_last)]
+
+    def saved(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_saved(cls, saved: dict) -> "Plan":
+        return cls(**{**saved, "costs": Costs(**saved["costs"])})
+
+
+def final_seconds(costs: Costs, average_last: int) -> float:
+    """What a run needs after its last step: one evaluation, last.pt, best.pt, the kept
+    step-N.pt, and averaging (about one load per kept file, counted as a save)."""
+    return costs.evaluation + (3 + 2 * average_last) * costs.save
+
+
+def plan_steps(seconds_left: float, costs: Costs, args: argparse.Namespace,
+               warmup_share: float) -> Plan:
+    """The most steps whose training, evaluations and saves fit in `seconds_left`.
+
+    The options the user gave (--warmup-steps, --eval-every, --save-every) are kept; the
+    others are planned: EVALUATIONS evaluations, the warm-up at the recipe's `warmup_share`
+    of the steps, and saves every `AVERAGED_SHARE / average_last` of them, so that the kept
+    checkpoints cover the last tenth.
+    """
+    average_last = args.average_last
+    available = seconds_left - final_seconds(costs, average_last)
+    # Costs along the way: those the plan fixes in number, and those that come every so
+    # many steps when the user gave --eval-every or --save-every.
+    fixed, per_step = 0.0, costs.step
+    evaluation = costs.evaluation + 2 * costs.save  # then last.pt, and best.pt if it is
+    if args.eval_every is None:
+        fixed += (EVALUATIONS - 1) * evaluation  # the last one is in final_seconds
+    else:
+        per_step += evaluation / args.eval_every
+    saves = 2 if average_last else 1  # step-N.pt beside last.pt
+    if average_last and args.save_every is None:
+        fixed += average_last / AVERAGED_SHARE * saves * costs.save
+    elif args.save_every is not None:
+        per_step += saves * costs.save / args.save_every
+    steps = math.floor((available - fixed) / per_step)
+    if steps < 1:
+        raise ValueError(
+            f"--time-limit {format_duration(seconds_left)} left leaves no time to train: one "
+            f"step takes about {costs.step:.2f} s, one evaluation {costs.evaluation:.1f} s and "
+            f"the final saves {final_seconds(costs, average_last):.1f} s: give more time, "
+            f"or fewer --eval-sentences")
+    warmup = (args.warmup_steps if args.warmup_steps is not None
+              else round(warmup_share * steps))
+    eval_every = args.eval_every or max(1, math.ceil(steps / EVALUATIONS))
+    if args.save_every is not None:
+        save_every = args.save_every
+    elif average_last:
+        save_every = max(1, math.ceil(AVERAGED_SHARE * steps / average_last))
+    else:
+        save_every = eval_every
+    return Plan(steps, warmup, eval_every, save_every, average_last, costs)
+
+
+@contextmanager
+def untouched(model: nn.Module, generator: torch.Generator, device: torch.device
+              ) -> Iterator[None]:
+    """Whatever trains inside, the model's weights and every random stream training reads
+    leave as they came in: the run then starts as if nothing had happened."""
+    weights = copy.deepcopy(model.state_dict())
+    objective_state = generator.get_state()
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        yield
+    model.load_state_dict(weights)
+    generator.set_state(objective_state)
+
+
+def probe_costs(
+    train_step: Callable[[int], None], model: nn.Module, data: CourseData,
+    sample: np.ndarray, folder: Path, world: World,
+) -> Costs:
+    """Time training steps, an evaluation and a save, each process its own, then take the
+    slowest process's figures, so that every process plans the same steps.
+
+    `train_step(s)` trains the run's own step s (counting from 1), all-reduce included, and
+    is called inside `untouched`. The evaluation translates PROBE_SENTENCES of the sample
+    with the untrained model, which writes the longest translations, and is scaled to the
+    whole sample: an upper bound.
+    """
+    for step in range(1, PROBE_WARMUP + 1):
+        train_step(step)
+    start = clock(world)
+    for step in range(PROBE_WARMUP + 1, PROBE_WARMUP + PROBE_STEPS + 1):
+        train_step(step)
+    step_seconds = (clock(world) - start) / PROBE_STEPS
+    start = clock(world)
+    evaluate_during_training(model, data, sample[:PROBE_SENTENCES], world.device)
+    evaluation = (clock(world) - start) * max(1.0, len(sample) / PROBE_SENTENCES)
+    path = folder / f".probe-{world.rank}.pt"
+    start = time.perf_counter()
+    save_checkpoint(path, model, data.src_vocab, data.tgt_vocab)
+    save = time.perf_counter() - start
+    path.unlink()
+    slowest = np.max(np.array(world.gather([step_seconds, evaluation, save])), axis=0)
+    return Costs(*(float(value) * SAFETY for value in slowest))
+
+
+def clock(world: World) -> float:
+    """The time once the device has finished what it was given."""
+    if world.device.type == "cuda":
+        torch.cuda.synchronize(world.device)
+    return time.perf_counter()
+
+
+class Deadline:
+    """Ends a run at the last step after which its final evaluation and saves still fit."""
+
+    def __init__(self, at: float, final: float):
+        self.at, self.final = at, final  # perf_counter() seconds; seconds the end needs
+
+    def no_room_after(self, step_seconds: float) -> bool:
+        """True when one more step as long as the last would leave too little to finish."""
+        return time.perf_counter() + step_seconds + self.final > self.at
