@@ -8,7 +8,7 @@ from stages import stage07_multi_head as stage
 from toolkit.batching.batches import loader
 from toolkit.batching.data import CourseData
 from toolkit.learning.training import evaluate_loss
-from toolkit.scoring.metrics import bleu
+from toolkit.scoring.metrics import CorpusScore, bleu
 from toolkit.search.decoding import translate
 from toolkit.train.run_state import Progress
 
@@ -22,20 +22,39 @@ def evaluation_sample(data: CourseData, sentences: int, seed: int) -> np.ndarray
     return np.sort(rng.choice(size, size=min(sentences, size), replace=False))
 
 
+# Validation batches of pairs of like length, at most this many tokens each: a third of the
+# time of 100 pairs padded to the longest, and the same loss up to float rounding.
+EVAL_TOKENS = 8000
+TRANSLATE_BATCH = 100  # sentences translated at once
+
+
 @torch.no_grad()
 def evaluate_during_training(
     model: nn.Module, data: CourseData, sample: np.ndarray, device: torch.device,
 ) -> dict:
     """Validation loss and BLEU, drawing nothing from training's random streams."""
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        val_loss = evaluate_loss(model, stage.objective,
-                                 loader(data.validation, batch_size=100, shuffle=False), device)
-        sources, references = data.sources("validation"), data.reference_texts("validation")
-        hypotheses = translate(model, [sources[i] for i in sample], data.src_vocab,
-                               data.tgt_vocab, device)
-        scored = bleu([data.tgt_vocab.join(words) for words in hypotheses],
-                      [references[i] for i in sample], data.tgt_lang)
+        val_loss = validation_loss(model, data, device)
+        scored = validation_bleu(model, data, sample, device)
     return {"val_loss": val_loss, "val_bleu": scored.score, "bleu_signature": scored.signature}
+
+
+@torch.no_grad()
+def validation_loss(model: nn.Module, data: CourseData, device: torch.device) -> float:
+    """Loss per target token on the whole validation split."""
+    return evaluate_loss(model, stage.objective,
+                         loader(data.validation, max_tokens=EVAL_TOKENS, shuffle=False), device)
+
+
+@torch.no_grad()
+def validation_bleu(model: nn.Module, data: CourseData, sample: np.ndarray,
+                    device: torch.device) -> CorpusScore:
+    """BLEU of greedy translations of the sampled validation sentences."""
+    sources, references = data.sources("validation"), data.reference_texts("validation")
+    hypotheses = translate(model, [sources[i] for i in sample], data.src_vocab, data.tgt_vocab,
+                           device, batch_size=TRANSLATE_BATCH)
+    return bleu([data.tgt_vocab.join(words) for words in hypotheses],
+                [references[i] for i in sample], data.tgt_lang)
 
 
 def record_evaluation(progress: Progress, score: float, patience: int, step: int) -> bool:

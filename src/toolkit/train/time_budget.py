@@ -29,13 +29,12 @@ from torch import nn
 
 from toolkit.batching.data import CourseData
 from toolkit.learning.checkpoints import save_checkpoint
-from toolkit.train.run_evaluation import evaluate_during_training
+from toolkit.train.run_evaluation import TRANSLATE_BATCH, validation_bleu, validation_loss
 from toolkit.train.world import World
 
 PROBE_WARMUP, PROBE_STEPS = 2, 8  # untimed steps first: the first calls allocate and tune
 EVALUATIONS = 5  # evaluations a planned run makes, the last one at its last step
 AVERAGED_SHARE = 0.1  # the saves --average-last averages span the plan's last tenth
-PROBE_SENTENCES = 20  # validation sentences the probe translates to time an evaluation
 SAFETY = 1.05  # every estimate is stretched by 5%: a plan that runs over is worse than one short
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?:in)?)?(?:(\d+(?:\.\d+)?)s)?")
 
@@ -168,9 +167,9 @@ def probe_costs(
     slowest process's figures, so that every process plans the same steps.
 
     `train_step(s)` trains the run's own step s (counting from 1), all-reduce included, and
-    is called inside `untouched`. The evaluation translates PROBE_SENTENCES of the sample
-    with the untrained model, which writes the longest translations, and is scaled to the
-    whole sample: an upper bound.
+    is called inside `untouched`. An evaluation is timed as the validation loss and one
+    batch of translations, times the batches the sample makes; the untrained model writes
+    the longest translations, so this is an upper bound.
     """
     for step in range(1, PROBE_WARMUP + 1):
         train_step(step)
@@ -179,8 +178,11 @@ def probe_costs(
         train_step(step)
     step_seconds = (clock(world) - start) / PROBE_STEPS
     start = clock(world)
-    evaluate_during_training(model, data, sample[:PROBE_SENTENCES], world.device)
-    evaluation = (clock(world) - start) * max(1.0, len(sample) / PROBE_SENTENCES)
+    validation_loss(model, data, world.device)
+    loss_seconds = clock(world) - start
+    start = clock(world)
+    validation_bleu(model, data, sample[:TRANSLATE_BATCH], world.device)
+    evaluation = loss_seconds + (clock(world) - start) * math.ceil(len(sample) / TRANSLATE_BATCH)
     path = folder / f".probe-{world.rank}.pt"
     start = time.perf_counter()
     save_checkpoint(path, model, data.src_vocab, data.tgt_vocab)
