@@ -25,6 +25,9 @@ peak memory each task adds is recorded too.
                                                 goals; the file's other results are kept)
     python benchmarks/bench.py --only beam      (only benchmarks/beam.py: beam search against
                                                 greedy decoding, issue 18's goal)
+    python benchmarks/bench.py --only training  (only benchmarks/training.py: the training
+                                                command's step against the CPU's matrix-
+                                                multiply rate, issue 46's goal; CPU only)
 """
 
 import argparse
@@ -60,7 +63,8 @@ def beside(name: str):
 
 real_text = beside("real_text")  # issue 16: a million pairs, and token-budget batches
 beam = beside("beam")  # issue 18: beam search against greedy decoding
-PARTS = ("models", "real-text", "beam")
+training = beside("training")  # issue 46: the training command against the CPU's own limit
+PARTS = ("models", "real-text", "beam", "training")
 CONFIGS = [
     {"embed_dim": 64, "num_heads": 2, "layers": 2, "ff_dim": 256},
     {"embed_dim": 128, "num_heads": 4, "layers": 3, "ff_dim": 512},
@@ -279,7 +283,8 @@ def main() -> None:
                         help="cpu, cuda, cuda:1, mps... (default: cuda if available, else cpu)")
     parser.add_argument("--only", choices=PARTS, default=None,
                         help="run one part: models (stage 07 against nn.Transformer), "
-                             "real-text (benchmarks/real_text.py) or beam (benchmarks/beam.py); "
+                             "real-text (benchmarks/real_text.py), beam (benchmarks/beam.py) "
+                             "or training (benchmarks/training.py); "
                              "the results of the other parts already in the file are kept")
     parser.add_argument("--output", type=Path, default=None,
                         help="where to write the results (default: benchmarks/results.json on "
@@ -310,6 +315,11 @@ def main() -> None:
         searched = beam.run(**(beam.QUICK if args.quick else beam.FULL), timed=timed,
                             device=device)
         print(beam.summary(searched), flush=True)
+    trained = None
+    if args.only in (None, "training") and device.type == "cpu":
+        trained = training.run(real_text.write_corpus,
+                               **(training.QUICK if args.quick else training.FULL))
+        print(training.summary(trained), flush=True)
     if output is None:
         print("--quick: no results written (pass --output PATH to keep them)")
         return
@@ -325,6 +335,8 @@ def main() -> None:
         written["real_text"] = real
     if searched is not None:
         written["beam"] = searched
+    if trained is not None:
+        written["training"] = trained
     output.write_text(json.dumps(written, indent=1) + "\n")
     print(f"wrote {output}")
 

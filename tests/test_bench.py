@@ -77,6 +77,7 @@ def test_the_clock_is_read_only_after_the_gpu_has_finished(bench, monkeypatch):
 
 REAL_TEXT = {"figures": {"pipeline_seconds": 1.0}}  # what a patched real_text.run returns
 BEAM = {"time_ratio": 1.8}  # what a patched beam.run returns
+TRAINING = {"paths": {}}  # what a patched training.run returns
 
 
 @pytest.fixture
@@ -88,6 +89,8 @@ def patched_main(bench, monkeypatch, tmp_path):
     monkeypatch.setattr(bench.real_text, "summary", lambda results: "")
     monkeypatch.setattr(bench.beam, "run", lambda **options: BEAM)
     monkeypatch.setattr(bench.beam, "summary", lambda results: "")
+    monkeypatch.setattr(bench.training, "run", lambda write_corpus, **sizes: TRAINING)
+    monkeypatch.setattr(bench.training, "summary", lambda results: "")
     monkeypatch.setattr(torch, "set_num_threads", lambda threads: None)  # not this process's
 
     def main(*options: str) -> None:
@@ -105,7 +108,7 @@ def test_only_a_full_run_writes_the_results(patched_main, tmp_path, quick):
     if not quick:
         results = json.loads(written.read_text())
         assert results["device"] == "cpu" and results["real_text"] == REAL_TEXT
-        assert results["beam"] == BEAM
+        assert results["beam"] == BEAM and results["training"] == TRAINING
 
 
 def test_a_real_text_only_run_keeps_the_model_results_already_written(patched_main, tmp_path):
@@ -119,6 +122,9 @@ def test_a_real_text_only_run_keeps_the_model_results_already_written(patched_ma
     patched_main("--only", "beam")
     results = json.loads(written.read_text())
     assert results["real_text"] == REAL_TEXT and results["beam"] == BEAM
+    assert "training" not in results
+    patched_main("--only", "training")
+    assert json.loads(written.read_text())["training"] == TRAINING
 
 
 # --- The synthetic corpus (benchmarks/real_text.py) ---------------------------------------

@@ -28,6 +28,7 @@ from torch import nn
 from tqdm import tqdm  # plain text: it must read the same in a terminal, a log and CI
 
 from stages import stage07_multi_head as stage
+from toolkit.batching.batches import Batch
 from toolkit.batching.data import load_data
 from toolkit.learning.checkpoints import CheckpointError, save_checkpoint, vocabularies_from
 from toolkit.learning.training import PaperOptimizer
@@ -94,6 +95,23 @@ def build_model(
     return model, replica
 
 
+def take_step(
+    replica: nn.Module, optimizer: PaperOptimizer, batch: Batch, generator: torch.Generator,
+    label_smoothing: float, world: World, stop_asked: bool = False,
+) -> tuple[torch.Tensor, bool, float]:
+    """One optimiser step on this process's batch: the step's summed loss and targets over
+    all processes, whether any process was asked to stop, and the learning rate it used."""
+    if world.device.type == "cuda":  # from page-locked memory the host need not wait
+        batch = batch.pin_memory()
+    batch = batch.to(world.device, non_blocking=True)
+    with optimizer.forward_context():
+        scored = stage.objective(replica, batch, generator, label_smoothing=label_smoothing)
+    totals, asked = world.step_totals(scored.total, scored.tokens, stop_asked)
+    # DDP averages gradients over processes; multiplying by their number turns that average
+    # into the gradient of the mean over *all* the step's targets.
+    return totals, asked, optimizer.step(scored.total * world.size / totals[1])
+
+
 def run_training(
     args: argparse.Namespace, world: World,
     wrap: Callable[[nn.Module], nn.Module] = lambda model: model,
@@ -145,19 +163,8 @@ def run_training(
 
     def train_step(optimizer: PaperOptimizer, step: int, stop_asked: bool = False
                    ) -> tuple[torch.Tensor, bool, float]:
-        """Step `step` (from 1): its summed loss and targets over all processes, whether any
-        process was asked to stop, and the learning rate it used."""
-        batch = batches.batch(step - 1, world.rank)
-        if world.device.type == "cuda":  # from page-locked memory the host need not wait
-            batch = batch.pin_memory()
-        batch = batch.to(world.device, non_blocking=True)
-        with optimizer.forward_context():
-            scored = stage.objective(replica, batch, generator,
-                                     label_smoothing=args.label_smoothing)
-        totals, asked = world.step_totals(scored.total, scored.tokens, stop_asked)
-        # DDP averages gradients over processes; multiplying by their number turns that
-        # average into the gradient of the mean over *all* the step's targets.
-        return totals, asked, optimizer.step(scored.total * world.size / totals[1])
+        return take_step(replica, optimizer, batches.batch(step - 1, world.rank), generator,
+                         args.label_smoothing, world, stop_asked)
 
     def new_optimizer() -> PaperOptimizer:
         return PaperOptimizer(replica, args.lr, args.warmup_steps or 0, args.schedule,
