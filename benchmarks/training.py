@@ -28,15 +28,14 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from toolkit.batching.batches import Batch
 from toolkit.batching.data import load_data
-from toolkit.learning.training import PaperOptimizer
 from toolkit.paths import PROJECT_ROOT
 from toolkit.train.batch_plan import BatchPlan
-from toolkit.train.run_options import PRECISIONS, build_parser, data_settings, parse_options
-from toolkit.train.training_run import build_model, take_step
+from toolkit.train.run_options import build_parser, data_settings, parse_options, resolve_precision
+from toolkit.train.training_run import build_model, command_optimizer, take_step
 from toolkit.train.world import World
 
 WORKDIR = PROJECT_ROOT / "build" / "bench" / "training"
-GOAL = 1.3  # target tokens per second, both changes against the command before them
+GOAL = 1.3  # target tokens per second: what --recipe real-text runs, against the path before
 PATHS = {  # name: (--fast-path, --precision)
     "before (stage code, float32)": (False, "float32"),
     "fast path, float32": (True, "float32"),
@@ -63,6 +62,7 @@ def timed(function: Callable[[], object]) -> float:
 
 
 def command_options(fast: bool, precision: str) -> list[str]:
+    """The command's options for one path."""
     return ["--recipe", "real-text", "--precision", precision,
             "--fast-path" if fast else "--no-fast-path"]
 
@@ -86,8 +86,7 @@ def trainer(fast: bool, precision: str, vocab_size: int) -> Callable[[Batch], No
     args = parse_options(build_parser("bench", "", WORKDIR), command_options(fast, precision))
     world = World()
     model, replica = build_model(args, vocab_size, vocab_size, world)
-    optimizer = PaperOptimizer(replica, args.lr, args.warmup_steps, args.schedule, args.betas,
-                               args.eps, autocast=PRECISIONS[precision][1])
+    optimizer = command_optimizer(replica, args)
     generator = torch.Generator().manual_seed(0)
     return lambda batch: take_step(replica, optimizer, batch, generator, args.label_smoothing,
                                    world)
@@ -102,6 +101,7 @@ def model_flop(batch: Batch, vocab_size: int) -> int:
 
 
 def target_tokens(batch: Batch) -> int:
+    """What the step is scored on: every target position but <pad>."""
     return int((batch.tgt[:, 1:] != 0).sum())
 
 
@@ -133,8 +133,11 @@ def run(write_corpus: Callable, pairs: int, batches: int, rounds: int, warmup: i
             "model_gflop_per_s": flop / median / 1e9,
             "share_of_ceiling": flop / median / ceiling[precision],
         }
-    best = paths[names[-1]]["ratio_to_before"]
-    return {"recipe": "real-text", "threads": torch.get_num_threads(), "batches": batches,
+    # The path --recipe real-text takes here: bf16 only where this CPU computes it natively.
+    chosen = f"fast path, {resolve_precision('auto', torch.device('cpu'))}"
+    best = paths[chosen]["ratio_to_before"]
+    return {"chosen": chosen, "recipe": "real-text", "threads": torch.get_num_threads(),
+            "batches": batches,
             "target_tokens": tokens, "model_gflop_per_batch_set": flop / 1e9,
             "ceiling_gflop_per_s": {k: v / 1e9 for k, v in ceiling.items()},
             "rounds": rounds, "warmup": warmup, "paths": paths, "goal": GOAL,
@@ -153,5 +156,6 @@ def summary(result: dict) -> str:
                      f"GFLOP/s = {100 * path['share_of_ceiling']:4.1f}% of the "
                      f"{path['precision']} ceiling")
     verdict = "met" if result["met"] else "NOT met"
-    lines.append(f"  goal: both changes >= {result['goal']}x the tokens/s before them: {verdict}")
+    lines.append(f"  goal: what --recipe real-text runs on this CPU ({result['chosen']}) >= "
+                 f"{result['goal']}x the tokens/s before: {verdict}")
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 import torch
-from interruptions import TINY, differing_parameters, run, saved, single, stop_at
+from interruptions import TINY, ddp, differing_parameters, run, saved, single, stop_at
 
 from toolkit.train import fast_path
 from toolkit.train.command import main
@@ -22,6 +22,7 @@ from toolkit.train.time_budget import (
     EVALUATIONS,
     Costs,
     Deadline,
+    Plan,
     final_seconds,
     parse_duration,
     plan_steps,
@@ -40,7 +41,7 @@ def test_a_time_limit_reads_as_minutes_or_hours_minutes_and_seconds(text, second
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "h", "30x", "1m30h", "-5", "0", "0m"])
+@pytest.mark.parametrize("text", ["", "h", "30x", "1m30h", "-5", "0", "0m", "inf", "nan"])
 def test_a_time_limit_that_is_no_duration_is_refused(text):
     with pytest.raises(argparse.ArgumentTypeError):
         parse_duration(text)
@@ -89,10 +90,19 @@ def test_too_short_a_limit_says_what_one_step_and_one_evaluation_take():
         plan_steps(10, Costs(0.5, 20.0, 0.1), args, 0.1)
 
 
-def test_the_clock_stops_a_run_whose_next_step_and_end_would_overrun():
+def test_the_clock_counts_what_the_step_still_has_to_do_then_one_more_and_the_end():
+    """Fails if the clock forgets this step's evaluation or saves, or the end's."""
+    plan = Plan(steps=100, warmup_steps=0, eval_every=10, save_every=5, average_last=0,
+                costs=Costs(step=1.0, evaluation=3.0, save=0.5))
+    end = final_seconds(plan.costs, 0)  # 3 + 3 x 0.5
     now = time.perf_counter()
-    assert not Deadline(now + 10, final=5).no_room_after(1)
-    assert Deadline(now + 10, final=9.5).no_room_after(1)
+    assert not Deadline(now + 1 + end + 0.2, plan).no_room_after(3, 1.0)
+    assert Deadline(now + 1 + end - 0.2, plan).no_room_after(3, 1.0)
+    assert not Deadline(now + 0.5 + 1 + end + 0.2, plan).no_room_after(5, 1.0)  # a save
+    assert Deadline(now + 0.5 + 1 + end - 0.2, plan).no_room_after(5, 1.0)
+    evaluation = 3.0 + 2 * 0.5 + 0.5  # step 10 evaluates, and saves as scheduled too
+    assert not Deadline(now + evaluation + 1 + end + 0.2, plan).no_room_after(10, 1.0)
+    assert Deadline(now + evaluation + 1 + end - 0.2, plan).no_room_after(10, 1.0)
 
 
 def test_a_recipe_fills_only_what_the_user_left_out():
@@ -105,7 +115,7 @@ def test_a_recipe_fills_only_what_the_user_left_out():
                                   "--batch-size", "32", "--no-shared-vocab",
                                   "--tie-embeddings", "output", "--average-last", "0"])
     assert (args.tokenizer, args.batch_size, args.max_tokens, args.shared_vocab,
-            args.average_last) == ("word", 32, None, False, 0)
+            args.average_last, args.vocab_size) == ("word", 32, None, False, 0, None)
     args = parse_options(parser, [])  # the paper recipe keeps the command's defaults
     assert (args.tokenizer, args.shared_vocab, args.average_last, args.precision) == \
         ("word", False, 0, "float32")
@@ -155,7 +165,7 @@ def test_the_fast_path_trains_to_the_numbers_of_the_stage_code(tmp_path, capsys)
 def test_a_short_limit_ends_on_time_with_every_file_written(tmp_path):
     """Fails if the plan forgets what evaluating and saving cost, or the clock lets the
     last steps run over; and if the time limit is not used."""
-    limit = 15
+    limit = 20
     start = time.perf_counter()
     result = run(single("--output", str(tmp_path), "--time-limit", f"{limit}s", *PLANNED))
     took = time.perf_counter() - start
@@ -177,7 +187,8 @@ def test_a_time_limited_run_killed_and_resumed_ends_as_its_plan_run_unbroken(tmp
     """The resumed run keeps the plan its checkpoint holds (not a new one from a new
     probe), and the plan given as options trains the same steps, bit for bit."""
     killed_folder, unbroken_folder = tmp_path / "killed", tmp_path / "unbroken"
-    options = ["--output", str(killed_folder), *PLANNED]
+    # Saves every 7 steps (the plan keeps what the user gave), so the kill finds one.
+    options = ["--output", str(killed_folder), *PLANNED, "--save-every", "7"]
     kill_at = random.SystemRandom().randint(150, 250)
     killed = stop_at(single(*options, "--time-limit", "12s"), killed_folder, kill_at,
                      signal.SIGKILL)
@@ -186,7 +197,8 @@ def test_a_time_limited_run_killed_and_resumed_ends_as_its_plan_run_unbroken(tmp
     plan, reached = checkpoint["plan"], checkpoint["progress"]["step"]
     assert reached < plan["steps"]
     refused = run(single(*options, "--resume"))
-    assert refused.returncode == 2 and "--steps " + str(plan["steps"]) in refused.stderr
+    assert refused.returncode == 2
+    assert f"planned by --time-limit for {plan['steps']:,} steps" in refused.stderr
     resumed = run(single(*options, "--resume", "--time-limit", "10m"))
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming at step {reached + 1} of {plan['steps']:,}" in resumed.stdout
@@ -200,3 +212,18 @@ def test_a_time_limited_run_killed_and_resumed_ends_as_its_plan_run_unbroken(tmp
         assert differing_parameters(unbroken_folder / name, killed_folder / name) == {}, name
     assert [r["loss"] for r in read_log(killed_folder / "log.csv")] == \
         [r["loss"] for r in read_log(unbroken_folder / "log.csv")]
+    # Beyond a finished plan: --steps trains on, with the plan's warm-up kept.
+    further = run(single(*options, "--resume", "--steps", str(plan["steps"] + 20)))
+    assert further.returncode == 0, further.stderr
+    assert saved(killed_folder / "last.pt")["training"]["progress"]["step"] == plan["steps"] + 20
+
+
+@pytest.mark.slow
+def test_two_processes_plan_the_same_steps_and_stop_together(tmp_path):
+    """Every process must plan the same steps and end after the same one, or a collective
+    waits forever; the replicas end equal (the command compares them)."""
+    result = run(ddp(2, "--output", str(tmp_path), "--time-limit", "25s", *PLANNED))
+    assert result.returncode == 0, result.stderr
+    planned = saved(tmp_path / "last.pt")["training"]["plan"]
+    assert f"{planned['steps']:,} steps fit" in result.stdout
+    assert "largest parameter difference between replicas: 0.0e+00" in result.stdout

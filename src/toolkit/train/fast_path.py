@@ -4,13 +4,14 @@ The stage modules stay as the notebooks teach them; speed is added here, on the 
 model, and `--no-fast-path` trains the stage's code exactly as written.
 
 - **Attention** by PyTorch's fused `scaled_dot_product_attention` (`toolkit.variants.sdpa`):
-  the same maths, equal up to float rounding (tests/test_time_limit.py trains both).
-- **Dropout masks** drawn as `uniform < p` instead of with `bernoulli_`. Both keep each
-  value with probability 1 - p and scale the kept ones by 1 / (1 - p), as `nn.Dropout`
-  does; on a CPU, PyTorch's `bernoulli_` draws its numbers one at a time and took a fifth
-  of a training step in `make bench`'s real-text model, and the uniform draw is vectorised.
-  The masks differ from nn.Dropout's, so a run is reproducible with the same option, not
-  across it.
+  the same maths, equal up to float rounding (tests/test_time_limit.py trains both without
+  dropout). With dropout, SDPA drops attention weights with masks of its own drawing.
+- **Every other dropout's mask** drawn as `uniform >= p` instead of with `bernoulli_`. Both
+  keep each value with probability 1 - p and scale the kept ones by 1 / (1 - p), as
+  `nn.Dropout` does; on a CPU, PyTorch's `bernoulli_` draws its numbers one at a time and
+  took a fifth of a training step of the real-text recipe's model, where the uniform draw is
+  vectorised. The masks differ from nn.Dropout's, so a run is reproducible with the same
+  option, not across it.
 """
 
 import torch

@@ -27,7 +27,7 @@ TIES = {"none": False, "output": True, "all": "all"}
 # it runs, never which step comes next. (A resumed --time-limit bounds that invocation; the
 # run keeps the plan its checkpoint holds.)
 RESUMABLE_CHANGES = ("steps", "epochs", "patience", "output", "resume", "device", "log_every",
-                     "eval_every", "save_every", "average_last", "time_limit")
+                     "eval_every", "save_every", "average_last", "time_limit", "steps_given")
 # Without a recipe that sets them, and without the option given: the command's defaults.
 OPTION_DEFAULTS = {"tokenizer": "word", "average_last": 0, "precision": "float32",
                    "shared_vocab": False}
@@ -169,8 +169,12 @@ def parse_options(parser: argparse.ArgumentParser, argv: list[str] | None) -> ar
     args = parser.parse_args(argv)
     recipe: Recipe = RUN_RECIPES[args.recipe].recipe
     for name, value in (OPTION_DEFAULTS | RUN_RECIPES[args.recipe].options).items():
-        if getattr(args, name) is None and not (name == "max_tokens" and args.batch_size):
-            setattr(args, name, value)
+        if getattr(args, name) is not None or (name == "max_tokens" and args.batch_size):
+            continue
+        if name == "vocab_size" and args.tokenizer != "bpe":  # a BPE size caps no words
+            continue
+        setattr(args, name, value)
+    args.steps_given = args.steps is not None or args.epochs is not None
     defaults = {"embed_dim": recipe.model.get("embed_dim", 64),
                 "num_heads": recipe.model.get("num_heads", 2),
                 "num_layers": recipe.model.get("num_encoder_layers", 2),
@@ -193,7 +197,6 @@ def parse_options(parser: argparse.ArgumentParser, argv: list[str] | None) -> ar
             args.eval_every = 200
         if args.save_every is None:
             args.save_every = args.eval_every
-    args.warmup_share = recipe.warmup_steps / recipe.steps
     args.scale_embeddings = recipe.model.get("scale_embeddings", False)
     args.betas, args.eps, args.schedule = recipe.betas, recipe.eps, recipe.schedule
 
@@ -249,8 +252,8 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     a CPU with AVX-512 BF16 or AMX), float32 elsewhere, where emulated bf16 runs slower."""
     if precision != "auto":
         return precision
-    if device.type == "cuda":
-        native = torch.cuda.is_bf16_supported()
+    if device.type == "cuda":  # Ampere (8.x) and later; is_bf16_supported() counts emulation
+        native = torch.cuda.get_device_capability(device)[0] >= 8
     elif device.type == "cpu":
         native = any(getattr(torch.cpu, probe, lambda: False)()
                      for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))

@@ -50,7 +50,7 @@ def report(result: RunResult, args: argparse.Namespace, world: World) -> list[st
         steps = ", ".join(str(int(path.stem.split("-")[1])) for path in result.averaged)
         lines.append(f"averaged the checkpoints of steps {steps}: "
                      f"{args.output / 'averaged.pt'}")
-    if result.plan is not None:
+    if result.plan is not None and args.time_limit is not None:
         done = ("all of them" if progress.step == result.plan.steps else
                 f"out of time after step {progress.step:,}" if result.out_of_time else
                 f"{progress.step:,}")

@@ -119,10 +119,14 @@ def load_run_state(path: Path) -> dict:
     return payload
 
 
+# Settings added since a checkpoint may have been written, and what such a run did.
+SETTINGS_BEFORE = {"fast_path": False}
+
+
 def check_same_run(training: dict, settings: dict, fingerprint: str, world_size: int,
                    path: Path) -> None:
     """Refuse a checkpoint from another configuration, corpus or tokenizer, saying what differs."""
-    saved = training["settings"]
+    saved = SETTINGS_BEFORE | training["settings"]
     differences = [f"--{name.replace('_', '-')}: the checkpoint has {saved.get(name)!r}, this "
                    f"run {settings.get(name)!r}"
                    for name in sorted(set(saved) | set(settings))

@@ -1,12 +1,13 @@
 """Train for the time you have: `--time-limit` turned into a plan of steps, and a clock that
 ends the run in time if the machine turns out slower than planned.
 
-Before the first step, a throwaway copy of the model trains a few of the run's own batches,
-one evaluation and one save are timed, and the plan follows: how many steps fit, the
-warm-up at the recipe's share of them, the evaluations and the saves to average spread over
-them. The plan is written into every checkpoint, so a resumed run keeps it, and a run of
-the same plan given as options (`Plan.options`) takes bit for bit the same steps. The
-copy draws from no random stream the run uses, so probing changes nothing that follows.
+Before the first step, one evaluation and one save are timed, and the run's model trains a
+few of the run's own batches with an optimiser of its own; then its weights and every
+random stream are put back as they were (`untouched`), so probing changes nothing that
+follows. The plan follows from those times: how many steps fit, the warm-up at the
+recipe's share of them, the evaluations and the saves to average spread over them. It is
+written into every checkpoint, so a resumed run keeps it, and a run of the same plan given
+as options (`Plan.options`) takes bit for bit the same steps.
 
 If the machine slows down (another program, a laptop on battery), the clock
 (`Deadline`) ends the run at the last step after which the final evaluation, save and
@@ -29,7 +30,9 @@ from torch import nn
 
 from toolkit.batching.data import CourseData
 from toolkit.learning.checkpoints import save_checkpoint
+from toolkit.learning.training import PaperOptimizer
 from toolkit.train.run_evaluation import TRANSLATE_BATCH, validation_bleu, validation_loss
+from toolkit.train.run_state import optimizer_state, random_streams, restore_random_streams
 from toolkit.train.world import World
 
 PROBE_WARMUP, PROBE_STEPS = 2, 8  # untimed steps first: the first calls allocate and tune
@@ -53,12 +56,14 @@ def parse_duration(text: str) -> float:
                 f"(1h30m, 45m, 90s)") from None
         hours, minutes, secs = (float(part or 0) for part in match.groups())
         seconds = hours * 3600 + minutes * 60 + secs
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"--time-limit must be positive, got {text!r}")
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"--time-limit must be positive and finite, got "
+                                         f"{text!r}")
     return seconds
 
 
 def format_duration(seconds: float) -> str:
+    """"12 min 05 s" for the log: a limit is read in minutes."""
     minutes, secs = divmod(round(seconds), 60)
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
@@ -90,10 +95,12 @@ class Plan:
                 "--average-last", str(self.average_last)]
 
     def saved(self) -> dict:
+        """Plain values for last.pt, which loads with weights_only=True."""
         return asdict(self)
 
     @classmethod
     def from_saved(cls, saved: dict) -> "Plan":
+        """The plan a checkpoint holds, for a resumed run to keep."""
         return cls(**{**saved, "costs": Costs(**saved["costs"])})
 
 
@@ -134,8 +141,9 @@ def plan_steps(seconds_left: float, costs: Costs, args: argparse.Namespace,
             f"step takes about {costs.step:.2f} s, one evaluation {costs.evaluation:.1f} s and "
             f"the final saves {final_seconds(costs, average_last):.1f} s: give more time, "
             f"or fewer --eval-sentences")
+    # At least one warm-up step where the recipe warms up: 0 would mean no decay either.
     warmup = (args.warmup_steps if args.warmup_steps is not None
-              else round(warmup_share * steps))
+              else max(int(warmup_share > 0), round(warmup_share * steps)))
     eval_every = args.eval_every or max(1, math.ceil(steps / EVALUATIONS))
     if args.save_every is not None:
         save_every = args.save_every
@@ -150,42 +158,48 @@ def plan_steps(seconds_left: float, costs: Costs, args: argparse.Namespace,
 def untouched(model: nn.Module, generator: torch.Generator, device: torch.device
               ) -> Iterator[None]:
     """Whatever trains inside, the model's weights and every random stream training reads
-    leave as they came in: the run then starts as if nothing had happened."""
+    (those a checkpoint keeps) leave as they came in: the run starts as if nothing had
+    happened."""
     weights = copy.deepcopy(model.state_dict())
-    objective_state = generator.get_state()
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        yield
+    streams = random_streams(generator, device)
+    yield
     model.load_state_dict(weights)
-    generator.set_state(objective_state)
+    restore_random_streams(streams, generator, device)
 
 
 def probe_costs(
-    train_step: Callable[[int], None], model: nn.Module, data: CourseData,
-    sample: np.ndarray, folder: Path, world: World,
+    train_step: Callable[[int], None], model: nn.Module, optimizer: PaperOptimizer,
+    data: CourseData, sample: np.ndarray, folder: Path, world: World,
+    draw_chart: Callable[[], None],
 ) -> Costs:
-    """Time training steps, an evaluation and a save, each process its own, then take the
-    slowest process's figures, so that every process plans the same steps.
+    """Time an evaluation, a save and training steps, each process its own, then take the
+    slowest process's figures.
 
-    `train_step(s)` trains the run's own step s (counting from 1), all-reduce included, and
-    is called inside `untouched`. An evaluation is timed as the validation loss and one
-    batch of translations, times the batches the sample makes; the untrained model writes
-    the longest translations, so this is an upper bound.
+    Called inside `untouched`. The evaluation comes first, on the untrained model, which
+    writes the longest translations: the validation loss, plus one batch of translations
+    times the batches the sample makes, plus a chart. A save writes what last.pt holds (the
+    weights and Adam's moments). `train_step(s)` trains the run's own step s (from 1) with
+    `optimizer`, all-reduce included.
     """
+    start = clock(world)
+    validation_loss(model, data, world.device)
+    loss_seconds = clock(world) - start
+    start = clock(world)
+    validation_bleu(model, data, sample[:TRANSLATE_BATCH], world.device)
+    translating = (clock(world) - start) * math.ceil(len(sample) / TRANSLATE_BATCH)
+    start = time.perf_counter()
+    draw_chart()
+    evaluation = loss_seconds + translating + time.perf_counter() - start
     for step in range(1, PROBE_WARMUP + 1):
         train_step(step)
     start = clock(world)
     for step in range(PROBE_WARMUP + 1, PROBE_WARMUP + PROBE_STEPS + 1):
         train_step(step)
     step_seconds = (clock(world) - start) / PROBE_STEPS
-    start = clock(world)
-    validation_loss(model, data, world.device)
-    loss_seconds = clock(world) - start
-    start = clock(world)
-    validation_bleu(model, data, sample[:TRANSLATE_BATCH], world.device)
-    evaluation = loss_seconds + (clock(world) - start) * math.ceil(len(sample) / TRANSLATE_BATCH)
     path = folder / f".probe-{world.rank}.pt"
     start = time.perf_counter()
-    save_checkpoint(path, model, data.src_vocab, data.tgt_vocab)
+    save_checkpoint(path, model, data.src_vocab, data.tgt_vocab,
+                    {"optimizer": optimizer_state(optimizer)})
     save = time.perf_counter() - start
     path.unlink()
     slowest = np.max(np.array(world.gather([step_seconds, evaluation, save])), axis=0)
@@ -202,9 +216,15 @@ def clock(world: World) -> float:
 class Deadline:
     """Ends a run at the last step after which its final evaluation and saves still fit."""
 
-    def __init__(self, at: float, final: float):
-        self.at, self.final = at, final  # perf_counter() seconds; seconds the end needs
+    def __init__(self, at: float, plan: Plan):
+        self.at, self.plan = at, plan  # perf_counter() seconds
+        self.final = final_seconds(plan.costs, plan.average_last)
 
-    def no_room_after(self, step_seconds: float) -> bool:
-        """True when one more step as long as the last would leave too little to finish."""
-        return time.perf_counter() + step_seconds + self.final > self.at
+    def no_room_after(self, step: int, step_seconds: float) -> bool:
+        """True when, after what step `step` still has to do (its evaluation and saves), one
+        more step as long as it and the end would not fit: then `step` is the last."""
+        costs, plan = self.plan.costs, self.plan
+        evaluated, scheduled = step % plan.eval_every == 0, step % plan.save_every == 0
+        still = evaluated * (costs.evaluation + 2 * costs.save) + scheduled * costs.save * (
+            2 if plan.average_last else 1)
+        return time.perf_counter() + still + step_seconds + self.final > self.at

@@ -22,6 +22,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -49,6 +50,7 @@ from toolkit.train.run_options import (
     resolve_precision,
     run_settings,
 )
+from toolkit.train.run_recipes import RUN_RECIPES
 from toolkit.train.run_report import RunResult
 from toolkit.train.run_state import (
     Progress,
@@ -65,7 +67,6 @@ from toolkit.train.throughput import Window
 from toolkit.train.time_budget import (
     Deadline,
     Plan,
-    final_seconds,
     format_duration,
     plan_steps,
     probe_costs,
@@ -110,6 +111,12 @@ def take_step(
     # DDP averages gradients over processes; multiplying by their number turns that average
     # into the gradient of the mean over *all* the step's targets.
     return totals, asked, optimizer.step(scored.total * world.size / totals[1])
+
+
+def command_optimizer(replica: nn.Module, args: argparse.Namespace) -> PaperOptimizer:
+    """Adam, the schedule and the precision the options ask for."""
+    return PaperOptimizer(replica, args.lr, args.warmup_steps or 0, args.schedule, args.betas,
+                          args.eps, autocast=PRECISIONS[args.precision][1])
 
 
 def run_training(
@@ -166,21 +173,21 @@ def run_training(
         return take_step(replica, optimizer, batches.batch(step - 1, world.rank), generator,
                          args.label_smoothing, world, stop_asked)
 
-    def new_optimizer() -> PaperOptimizer:
-        return PaperOptimizer(replica, args.lr, args.warmup_steps or 0, args.schedule,
-                              args.betas, args.eps, autocast=autocast)
-
     if args.time_limit is not None and time_plan is None:  # plan from the run's own steps
+        chart = RunLog(args.output).draw if world.main else lambda: None
         with untouched(model, generator, world.device):
-            probe = new_optimizer()
-            costs = probe_costs(lambda step: train_step(probe, step), model, data, sample,
-                                args.output, world)
-        time_plan = plan_steps(args.time_limit - (time.perf_counter() - started), costs, args,
-                               args.warmup_share)
+            probe = command_optimizer(replica, args)
+            costs = probe_costs(lambda step: train_step(probe, step), model, probe, data,
+                                sample, args.output, world, chart)
+            del probe  # Adam's moments: twice the weights
+        # The least time any process has left, so that all plan the same steps.
+        seconds_left = min(world.gather(args.time_limit - (time.perf_counter() - started)))
+        recipe = RUN_RECIPES[args.recipe].recipe
+        time_plan = plan_steps(seconds_left, costs, args, recipe.warmup_steps / recipe.steps)
         use_plan(args, time_plan)
         total_steps = args.steps
     settings = run_settings(args)
-    optimizer = new_optimizer()
+    optimizer = command_optimizer(replica, args)
     progress = Progress()
     if saved is not None:
         check_same_run(saved["training"], settings, fingerprint, world.size, last)
@@ -205,8 +212,7 @@ def run_training(
             print(describe_plan(time_plan, args.time_limit, args.resume), flush=True)
     deadline = None
     if args.time_limit is not None:
-        deadline = Deadline(started + args.time_limit,
-                            final_seconds(time_plan.costs, args.average_last))
+        deadline = Deadline(started + args.time_limit, time_plan)
 
     def save(scheduled: bool) -> None:
         nonlocal start
@@ -242,8 +248,8 @@ def run_training(
                 break
             # The clock's verdict is every process's: they all end after the same step.
             if deadline is not None and step < total_steps:
-                out_of_time = world.any(deadline.no_room_after(time.perf_counter()
-                                                               - step_start))
+                out_of_time = world.any(deadline.no_room_after(
+                    step, time.perf_counter() - step_start))
             last_step = step == total_steps or out_of_time
             evaluate_now = step % args.eval_every == 0 or last_step
             log_now = step % args.log_every == 0 or evaluate_now  # every evaluation gets a row
@@ -287,9 +293,9 @@ def run_training(
                      len(sample), time_plan, out_of_time, time.perf_counter() - started)
 
 
-def planned_by(saved: dict | None, args: argparse.Namespace, path) -> Plan | None:
-    """The plan a resumed time-limited run keeps; a planned run resumed without
-    --time-limit is refused, with the options that would go on with it."""
+def planned_by(saved: dict | None, args: argparse.Namespace, path: Path) -> Plan | None:
+    """The plan a resumed run keeps, from its checkpoint: with --time-limit, all of it; with
+    --steps (to go on beyond a finished plan), all but the steps."""
     plan = saved and saved["training"].get("plan")
     if plan is None:
         if saved is not None and args.time_limit is not None:
@@ -297,23 +303,29 @@ def planned_by(saved: dict | None, args: argparse.Namespace, path) -> Plan | Non
                                   f"without one (its --steps decide how long)")
         return None
     plan = Plan.from_saved(plan)
-    if args.time_limit is None:
-        raise CheckpointError(f"{path} was planned by --time-limit: resume with --time-limit "
-                              f"and the time this invocation may take (the plan is kept), or "
-                              f"without it and with the plan's own options: "
-                              f"{' '.join(plan.options())}")
+    if args.time_limit is None and not args.steps_given:
+        raise CheckpointError(f"{path} was planned by --time-limit for {plan.steps:,} steps: "
+                              f"resume with --time-limit and the time this invocation may "
+                              f"take (the plan is kept), or with --steps to train to that step "
+                              f"with the plan's schedule")
     return plan
 
 
 def use_plan(args: argparse.Namespace, plan: Plan) -> None:
-    args.steps, args.warmup_steps = plan.steps, plan.warmup_steps
+    """Train as planned; --steps, where the user gave them, still say how far."""
+    if not args.steps_given:
+        args.steps = plan.steps
+    args.warmup_steps = plan.warmup_steps
     args.eval_every, args.save_every = plan.eval_every, plan.save_every
     args.average_last = plan.average_last
 
 
-def describe_plan(plan: Plan, limit: float, resumed: bool) -> str:
+def describe_plan(plan: Plan, limit: float | None, resumed: bool) -> str:
     """What the time limit bought, and how the steps were worked out: for the log."""
     costs = plan.costs
+    if limit is None:
+        return (f"the schedule of the plan for {plan.steps:,} steps is kept (warm-up "
+                f"{plan.warmup_steps:,} steps)")
     if resumed:
         return (f"the plan of {plan.steps:,} steps is kept; this invocation may take "
                 f"{format_duration(limit)} and ends earlier, saved, if the rest does not fit")
