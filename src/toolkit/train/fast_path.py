@@ -14,9 +14,9 @@ model, and `--no-fast-path` trains the stage's code exactly as written.
   across it.
 
 What it buys is measured, not assumed: `make bench` times the step with and without it, side
-by side. On the course's 2-core CPU the whole step barely moved (0.98x on one thread, 1.03x
-on two: within the noise); bf16 autocast is what made that step faster there. The fused
-kernels matter most on a GPU, which the course could not measure.
+by side. On the course's 2-core CPU it changed the step by 0.98x on one thread and 1.03x on
+two, with no consistent direction, so no gain was shown there; bf16 autocast is what made
+that step faster. Any gain would be expected on GPUs, which the course could not measure.
 """
 
 import torch
