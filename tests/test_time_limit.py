@@ -13,10 +13,12 @@ import pytest
 import torch
 from interruptions import TINY, ddp, differing_parameters, run, saved, single, stop_at
 
+from toolkit.learning.checkpoints import CheckpointError
 from toolkit.train import fast_path
 from toolkit.train.command import main
 from toolkit.train.run_log import read_log
-from toolkit.train.run_options import build_parser, parse_options, resolve_precision
+from toolkit.train.run_options import build_parser, parse_options, resolve_precision, run_settings
+from toolkit.train.run_state import check_same_run
 from toolkit.train.time_budget import (
     AVERAGED_SHARE,
     EVALUATIONS,
@@ -88,6 +90,19 @@ def test_too_short_a_limit_says_what_one_step_and_one_evaluation_take():
     args = parse_options(build_parser("t", "", None), ["--time-limit", "10s"])
     with pytest.raises(ValueError, match="one step takes about 0.50 s, one evaluation 20.0 s"):
         plan_steps(10, Costs(0.5, 20.0, 0.1), args, 0.1)
+
+
+def test_a_checkpoint_from_before_the_fast_path_resumes_only_without_it(tmp_path):
+    """Its settings lack fast_path; it trained the stage's own code, so --no-fast-path goes
+    on with it, and the default is refused by name rather than resumed with other masks."""
+    args = parse_options(build_parser("t", "", None), ["--no-fast-path"])
+    settings = run_settings(args)
+    older = {name: value for name, value in settings.items() if name != "fast_path"}
+    training = {"settings": older, "world_size": 1, "data": "same"}
+    check_same_run(training, settings, "same", 1, tmp_path / "last.pt")
+    with pytest.raises(CheckpointError, match="--fast-path: the checkpoint has False"):
+        check_same_run(training, {**settings, "fast_path": True}, "same", 1,
+                       tmp_path / "last.pt")
 
 
 def test_the_clock_counts_what_the_step_still_has_to_do_then_one_more_and_the_end():

@@ -138,9 +138,10 @@ def plan_steps(seconds_left: float, costs: Costs, args: argparse.Namespace,
     if steps < 1:
         raise ValueError(
             f"--time-limit {format_duration(seconds_left)} left leaves no time to train: one "
-            f"step takes about {costs.step:.2f} s, one evaluation {costs.evaluation:.1f} s and "
-            f"the final saves {final_seconds(costs, average_last):.1f} s: give more time, "
-            f"or fewer --eval-sentences")
+            f"step takes about {costs.step:.2f} s, one evaluation {costs.evaluation:.1f} s, and "
+            f"the end (a last evaluation, the saves and the average) "
+            f"{final_seconds(costs, average_last):.1f} s: give more time, or fewer "
+            f"--eval-sentences")
     # At least one warm-up step where the recipe warms up: 0 would mean no decay either.
     warmup = (args.warmup_steps if args.warmup_steps is not None
               else max(int(warmup_share > 0), round(warmup_share * steps)))
