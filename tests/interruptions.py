@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -31,7 +32,8 @@ def ddp(nproc: int, *options: str) -> list[str]:
 
 
 def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(command, env=ENV, capture_output=True, text=True, encoding="utf-8",
+                          timeout=timeout)
 
 
 def logged_steps(folder: Path) -> int:
@@ -43,12 +45,15 @@ def logged_steps(folder: Path) -> int:
     return rows[-1]["step"] if rows else 0
 
 
-def stop_at(command: list[str], folder: Path, step: int, how: signal.Signals,
-            timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run `command` and send `how` to it and every process it started (torchrun starts its
-    workers in sessions of their own) once it has logged `step`."""
-    process = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
+def stop_at(command: list[str] | subprocess.Popen, folder: Path, step: int,
+            how: signal.Signals, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `command` (or go on with a process already started) and send `how` to it and
+    every process it started (torchrun starts its workers in sessions of their own) once it
+    has logged `step`."""
+    process = command if isinstance(command, subprocess.Popen) else subprocess.Popen(
+        command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        encoding="utf-8", start_new_session=True)
+    command = process.args
     deadline = time.monotonic() + timeout
     try:
         while logged_steps(folder) < step:
@@ -79,3 +84,16 @@ def differing_parameters(a: Path, b: Path) -> dict[str, float]:
     assert first.keys() == second.keys()
     return {name: (first[name] - second[name]).abs().max().item()
             for name in first if not torch.equal(first[name], second[name])}
+
+
+def measured_here(command: list[str]) -> tuple[float, float]:
+    """A short run of the training `command` timed on this machine as it is now: its wall
+    time in all, and one step's time from its own report. A test sizes its time limit by
+    these, never by a number of seconds that holds only on a fast machine."""
+    start = time.perf_counter()
+    result = run(command)
+    wall = time.perf_counter() - start
+    assert result.returncode == 0, result.stderr
+    steps, seconds = re.search(r"(\d+) steps on \d+ process\(es\) in ([\d.]+) s of training",
+                               result.stdout).groups()
+    return wall, float(seconds) / int(steps)

@@ -70,7 +70,7 @@ def test_the_training_command_averages_its_last_checkpoints(tmp_path):
                         "--average-last", "3", "--log-every", "50"))
     assert result.returncode == 0, result.stderr
     assert "averaged the checkpoints of steps 20, 25, 30" in result.stdout
-    kept = sorted(tmp_path.glob("step-*.pt"))
+    kept = sorted(tmp_path.glob("step-*.pt"))[1:]  # one kept to spare, for an early stop
     assert [p.name for p in kept] == ["step-00000020.pt", "step-00000025.pt", "step-00000030.pt"]
     states = [saved(p)["state_dict"] for p in kept]
     averaged = saved(tmp_path / "averaged.pt")["state_dict"]

@@ -63,29 +63,46 @@ def check_output(args: argparse.Namespace, rank: int = 0) -> None:
 def keep_for_averaging(
     model: nn.Module, data: CourseData, folder: Path, step: int, keep: int,
 ) -> None:
-    """Save this step's weights as step-N.pt and delete all but the newest `keep` of them.
+    """Save this step's weights as step-N.pt and delete all but the newest `keep` + 1 of them
+    (one more than is averaged: a last save close after the one before takes its place).
 
     Written before last.pt: a run killed between the two redoes this step on resume and
     writes the same file again.
     """
     save_checkpoint(folder / f"step-{step:08d}.pt", model, data.src_vocab, data.tgt_vocab)
-    for old in kept_steps(folder, step)[:-keep]:
+    for old in kept_steps(folder, step)[:-(keep + 1)]:
         old.unlink()
 
 
 def kept_steps(folder: Path, until: int) -> list[Path]:
     """The step-N.pt files of this run up to step `until`, oldest first."""
-    return [path for path in sorted(folder.glob("step-*.pt"))
-            if int(path.stem.removeprefix("step-")) <= until]
+    return [path for path in sorted(folder.glob("step-*.pt")) if step_of(path) <= until]
 
 
-def average_kept(folder: Path, step: int, save_every: int | None) -> list[Path] | None:
-    """Average the kept step-N.pt files into averaged.pt; the files averaged, or None (and a
-    note) when an early stop came before the first was kept: the run itself is fine."""
-    kept = kept_steps(folder, step)
+def average_kept(folder: Path, step: int, save_every: int | None, count: int
+                 ) -> list[Path] | None:
+    """Average the newest `count` kept step-N.pt files, no two closer than half of
+    `save_every` steps, into averaged.pt; the files averaged, or None (and a note) when an
+    early stop came before the first was kept: the run itself is fine."""
+    kept = spaced(kept_steps(folder, step), (save_every or 1) / 2)[-count:]
     if not kept:
         print(f"no step-N.pt was kept before the run ended at step {step} (one is kept every "
               f"--save-every {save_every} steps): averaged.pt not written", file=sys.stderr)
         return None
     average_checkpoints(kept, folder / "averaged.pt")
     return kept
+
+
+def spaced(paths: list[Path], gap: float) -> list[Path]:
+    """The step-N.pt files, oldest first, less any that lies closer than `gap` steps before
+    the next one kept: a run that stopped early saved its last step just after a scheduled
+    save, and the two would count one moment twice."""
+    chosen: list[Path] = []
+    for path in reversed(paths):
+        if not chosen or step_of(chosen[-1]) - step_of(path) >= gap:
+            chosen.append(path)
+    return chosen[::-1]
+
+
+def step_of(path: Path) -> int:
+    return int(path.stem.removeprefix("step-"))

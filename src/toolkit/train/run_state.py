@@ -33,6 +33,7 @@ class Progress:
     best_step: int | None = None
     evaluations_since_best: int = 0
     seconds: float = 0.0
+    evaluations: int = 0
 
 
 def random_streams(generator: torch.Generator, device: torch.device | None = None,

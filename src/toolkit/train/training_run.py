@@ -20,8 +20,8 @@ import argparse
 import contextlib
 import math
 import sys
-import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -34,6 +34,7 @@ from toolkit.batching.data import load_data
 from toolkit.learning.checkpoints import CheckpointError, save_checkpoint, vocabularies_from
 from toolkit.learning.training import PaperOptimizer
 from toolkit.stage_api import count_parameters
+from toolkit.train import time_budget
 from toolkit.train.batch_plan import BatchPlan
 from toolkit.train.fast_path import use_fast_path
 from toolkit.train.run_evaluation import (
@@ -66,10 +67,14 @@ from toolkit.train.stop_requests import StopRequests
 from toolkit.train.throughput import Window
 from toolkit.train.time_budget import (
     Deadline,
+    Measured,
     Plan,
+    due,
     format_duration,
     plan_steps,
     probe_costs,
+    revise,
+    slowest,
     untouched,
 )
 from toolkit.train.world import World
@@ -126,9 +131,9 @@ def run_training(
 ) -> RunResult:
     """Train (or resume) the run `args` describes; `wrap` makes a DDP replica of the model.
 
-    `started` is the perf_counter() time the command began, from which --time-limit counts.
+    `started` is the time_budget.now() the command began, from which --time-limit counts.
     """
-    started = time.perf_counter() if started is None else started
+    started = time_budget.now() if started is None else started
     args.precision = resolve_precision(args.precision, world.device)
     try:
         check_output(args, world.rank)
@@ -181,26 +186,32 @@ def run_training(
                                 sample, args.output, world, chart)
             del probe  # Adam's moments: twice the weights
         # The least time any process has left, so that all plan the same steps.
-        seconds_left = min(world.gather(args.time_limit - (time.perf_counter() - started)))
+        seconds_left = min(world.gather(args.time_limit - (time_budget.now() - started)))
         recipe = RUN_RECIPES[args.recipe].recipe
         time_plan = plan_steps(seconds_left, costs, args, recipe.warmup_steps / recipe.steps)
         use_plan(args, time_plan)
         total_steps = args.steps
     settings = run_settings(args)
     optimizer = command_optimizer(replica, args)
-    progress = Progress()
+    progress, measured = Progress(), Measured()
     if saved is not None:
         check_same_run(saved["training"], settings, fingerprint, world.size, last)
         model.load_state_dict(saved["state_dict"])
         restore_optimizer(optimizer, saved["training"]["optimizer"])
         restore_random_streams(saved["training"]["random"][world.rank], generator, world.device)
         progress = Progress(**saved["training"]["progress"])
+        measured = Measured(**saved["training"].get("measured", {}))
         del saved  # a second copy of the weights
         if world.main and progress.best_step == progress.step:  # best.pt may not be written
             save_checkpoint(args.output / "best.pt", model, data.src_vocab, data.tgt_vocab)
         if progress.step >= total_steps:
             raise ValueError(f"{last} is at step {progress.step} already: give --steps (or "
                              f"--epochs) beyond it to train on")
+    deadline = None
+    if args.time_limit is not None:
+        deadline = Deadline(started + args.time_limit, time_plan, measured)
+        if (too_late := deadline.no_room_for_a_step()) is not None:
+            raise ValueError(too_late)  # a resumed run whose set-up took the time
     log = RunLog(args.output, keep_through=progress.step) if world.main else None
     if world.main:
         print(f"stage 07, {count_parameters(model):,} parameters, on {world.device} x "
@@ -210,14 +221,20 @@ def run_training(
                  if args.resume else f"{total_steps:,} steps"), flush=True)
         if time_plan is not None:
             print(describe_plan(time_plan, args.time_limit, args.resume), flush=True)
-    deadline = None
-    if args.time_limit is not None:
-        deadline = Deadline(started + args.time_limit, time_plan)
+    # A time-limited run plans again at each evaluation, unless the user gave its steps.
+    revising = deadline is not None and not args.steps_given
+
+    def evaluates(step: int) -> bool:
+        return time_plan.evaluates(step) if time_plan else due(step, args.eval_every)
+
+    def saves(step: int) -> bool:
+        return time_plan.saves(step) if time_plan else due(step, args.save_every)
 
     def save(scheduled: bool) -> None:
         nonlocal start
-        progress.seconds += time.perf_counter() - start
-        start = time.perf_counter()
+        began = time_budget.now()
+        progress.seconds += began - start
+        start = began
         streams = world.gather(random_streams(generator, world.device))  # every process
         if world.main and scheduled and args.average_last:
             keep_for_averaging(model, data, args.output, progress.step, args.average_last)
@@ -226,19 +243,25 @@ def run_training(
                         "optimizer": optimizer_state(optimizer), "random": streams,
                         "progress": vars(progress)}
             if time_plan is not None:
-                training["plan"] = time_plan.saved()
+                training["plan"], training["measured"] = time_plan.saved(), asdict(measured)
             save_checkpoint(last, model, data.src_vocab, data.tgt_vocab, training)
+        files = 2 if scheduled and args.average_last else 1
+        measured.save = max(measured.save, (time_budget.now() - began) / files)
 
-    start = time.perf_counter()
+    start = time_budget.now()
     first_step, window = progress.step + 1, Window()
     stopped_by, early_stop, new_best, signature, out_of_time = None, False, False, "", False
     bar = tqdm(total=total_steps, initial=progress.step, desc="training", unit="step",
                ascii=True, ncols=90, mininterval=2.0, file=sys.stderr, disable=not world.main)
     with StopRequests() as stop:
-        for step in range(first_step, total_steps + 1):
-            step_start = time.perf_counter()
+        while progress.step < total_steps:
+            step = progress.step + 1
+            step_start = time_budget.now()
             totals, asked, lr = train_step(optimizer, step, stop.signal is not None)
             progress.step = step
+            step_seconds = time_budget.now() - step_start
+            measured.step_seconds += step_seconds
+            measured.steps += 1
             window.add(totals, len(batches.indices(step - 1)))
             # All processes stop after the same step, even if only one was signalled.
             if asked:
@@ -248,13 +271,14 @@ def run_training(
                 break
             # The clock's verdict is every process's: they all end after the same step.
             if deadline is not None and step < total_steps:
-                out_of_time = world.any(deadline.no_room_after(
-                    step, time.perf_counter() - step_start))
+                out_of_time = world.any(deadline.no_room_after(step, step_seconds))
             last_step = step == total_steps or out_of_time
-            evaluate_now = step % args.eval_every == 0 or last_step
+            evaluate_now = evaluates(step) or last_step
             log_now = step % args.log_every == 0 or evaluate_now  # every evaluation gets a row
             row = window.read() if log_now else {}
             if evaluate_now:
+                began = time_budget.now()
+                progress.evaluations += 1
                 with window.excluding():
                     if world.main:
                         scores = evaluate_during_training(model, data, sample, world.device)
@@ -269,7 +293,16 @@ def run_training(
                 if "val_bleu" in row:
                     with window.excluding():
                         log.draw()
-            scheduled = step % args.save_every == 0 or last_step
+            scheduled = saves(step) or last_step
+            if evaluate_now:
+                measured.evaluation = max(measured.evaluation, time_budget.now() - began)
+                if revising and not last_step:  # before the saves: last.pt keeps the new plan
+                    before, time_plan = time_plan, replan(time_plan, step, deadline, measured,
+                                                          progress, world)
+                    use_plan(args, time_plan)
+                    total_steps = bar.total = args.steps
+                    if world.main and time_plan != before:
+                        bar.write(describe_revision(time_plan, step))
             if scheduled or early_stop or new_best:
                 with window.excluding():
                     save(scheduled)
@@ -287,10 +320,21 @@ def run_training(
     bar.close()
     averaged = None
     if world.main and args.average_last and stopped_by is None:
-        averaged = average_kept(args.output, progress.step, args.save_every)
+        averaged = average_kept(args.output, progress.step, args.save_every, args.average_last)
     return RunResult(model, data, progress, progress.step - first_step + 1, window.pairs,
                      window.training_seconds(), stopped_by, early_stop, averaged, signature,
-                     len(sample), time_plan, out_of_time, time.perf_counter() - started)
+                     len(sample), time_plan, out_of_time, time_budget.now() - started)
+
+
+def replan(plan: Plan, step: int, deadline: Deadline, measured: Measured, progress: Progress,
+           world: World) -> Plan:
+    """The plan revised after this step's evaluation from what every process measured, for
+    the least time any has left; the step times measured start again from here."""
+    costs = slowest(measured.costs(plan.costs), world)
+    seconds_left = min(world.gather(deadline.seconds_left()))
+    measured.step_seconds, measured.steps = 0.0, 0
+    deadline.plan = revise(plan, step, seconds_left, costs, progress.evaluations)
+    return deadline.plan
 
 
 def planned_by(saved: dict | None, args: argparse.Namespace, path: Path) -> Plan | None:
@@ -320,6 +364,15 @@ def use_plan(args: argparse.Namespace, plan: Plan) -> None:
     args.average_last = plan.average_last
 
 
+def describe_revision(plan: Plan, step: int) -> str:
+    """What the plan became at an evaluation, for the log."""
+    costs = plan.costs
+    return (f"plan revised after step {step:,}: {plan.steps:,} steps fit, measured: a step "
+            f"{costs.step:.3f} s, an evaluation {costs.evaluation:.1f} s, a save "
+            f"{costs.save:.2f} s (each +5%); evaluations every {plan.eval_every:,} from here, "
+            f"saves every {plan.save_every:,}")
+
+
 def describe_plan(plan: Plan, limit: float | None, resumed: bool) -> str:
     """What the time limit bought, and how the steps were worked out: for the log."""
     costs = plan.costs
@@ -327,12 +380,15 @@ def describe_plan(plan: Plan, limit: float | None, resumed: bool) -> str:
         return (f"the schedule of the plan for {plan.steps:,} steps is kept (warm-up "
                 f"{plan.warmup_steps:,} steps)")
     if resumed:
-        return (f"the plan of {plan.steps:,} steps is kept; this invocation may take "
+        revised = (", revised at each evaluation for the time this invocation has"
+                   if "steps" in plan.chosen else "")
+        return (f"the plan of {plan.steps:,} steps is kept{revised}; this invocation may take "
                 f"{format_duration(limit)} and ends earlier, saved, if the rest does not fit")
     return (f"--time-limit {format_duration(limit)}: {plan.steps:,} steps fit, measured: a "
             f"step {costs.step:.3f} s, an evaluation {costs.evaluation:.1f} s, a save "
             f"{costs.save:.2f} s (each +5%); warm-up {plan.warmup_steps:,} steps, evaluations "
             f"every {plan.eval_every:,}, saves every {plan.save_every:,}, averaging the last "
-            f"{plan.average_last}. The same run without the limit: {' '.join(plan.options())}")
+            f"{plan.average_last}; revised at each evaluation from what the run measures. The same "
+            f"run without the limit, unless a revision moves it: {' '.join(plan.options())}")
 
 
