@@ -79,8 +79,11 @@ setup: $(INSTALLED)
 # course.py does it, as it does for a student without make: pip installs torch (where pip is
 # set up to find its CPU wheel, or where you installed it first: see the README) and uv; uv
 # installs the other pins, fetching them side by side: about 10 s where pip took 80 to 150.
-$(INSTALLED): requirements.txt pyproject.toml course.py
-	$(PYTHON) course.py setup
+# It runs every time and decides by a hash of the pins, not by dates (a kit unzipped over an
+# older one dates every file alike): where .venv is current it returns at once.
+$(INSTALLED): FORCE
+	@$(PYTHON) course.py setup
+FORCE:
 
 # The runs the notebooks read back (course_tools.paper_run: notebook 10's paper run; notebook
 # 12's BPE run and notebook 14's stage 08) are committed in assets/kept-runs/ for the code that

@@ -1,6 +1,7 @@
 """Set the course up and open it, on Linux, macOS or Windows, with nothing but Python.
 
-    python3 course.py setup               the pinned virtualenv in .venv (make does this first)
+    python3 course.py setup               the pinned virtualenv in .venv, unless it is current
+                                          for today's pins (make does this first)
     python3 course.py student [--to DIR]  that, then the student notebooks in DIR (student/)
     python3 course.py lab [--to DIR]      all of that, then JupyterLab on DIR
 
@@ -12,6 +13,7 @@ anywhere (outside this folder too); it works as long as this folder stays where 
 from __future__ import annotations  # so that an older Python gets to say it is too old
 
 import argparse
+import hashlib
 import os
 import platform
 import re
@@ -23,8 +25,8 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 VENV_PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
-INSTALLED = VENV / ".installed"  # the stamp make reads too: set-up done for these pins
-PINS = (ROOT / "requirements.txt", ROOT / "pyproject.toml")
+INSTALLED = VENV / ".installed"  # the stamp make reads too: what the set-up was done for
+PINS = (ROOT / "requirements.txt", ROOT / "pyproject.toml", Path(__file__).resolve())
 SUPPORTED = ((3, 11), (3, 13))  # as pyproject.toml's requires-python
 CPU_TORCH = "https://download.pytorch.org/whl/cpu"  # PyTorch's own index of CPU-only builds
 
@@ -36,10 +38,23 @@ def run(*command: object) -> None:
         sys.exit(f"course.py: this step failed: {printable}\n(its own message is above)")
 
 
+def pinned() -> str:
+    """A hash of what decides the virtualenv: the pins, the set-up itself and this Python.
+
+    By content, not by date: a kit unzipped over an older one dates every file alike, so a
+    new pin may be older than the stamp of the set-up it should undo."""
+    digest = hashlib.sha256(sys.version.encode())
+    for pin in PINS:
+        digest.update(pin.read_bytes())
+    return digest.hexdigest()
+
+
 def is_set_up() -> bool:
-    """The virtualenv is current if its stamp is newer than every file that pins it."""
-    return INSTALLED.exists() and all(INSTALLED.stat().st_mtime >= pin.stat().st_mtime
-                                      for pin in PINS)
+    """The virtualenv is current if its stamp holds the hash of today's pins."""
+    try:
+        return INSTALLED.read_text(encoding="utf-8").strip() == pinned()
+    except OSError:
+        return False
 
 
 def make_virtualenv() -> None:
@@ -72,7 +87,7 @@ def set_up(cpu_torch: bool = False) -> None:
           "--link-mode", "copy")
     run(*uv, "-r", PINS[0])
     run(*uv, "--no-deps", "-e", ROOT)
-    INSTALLED.touch()
+    INSTALLED.write_text(pinned() + "\n", encoding="utf-8")
 
 
 def write_student(folder: Path, cpu_torch: bool) -> None:
@@ -114,6 +129,8 @@ def main(argv: list[str] | None = None) -> None:
             "--cpu", action="store_true",
             help="Linux without an NVIDIA GPU: take torch's CPU build from PyTorch's index "
                  "(about 200 MB, where PyPI's Linux build with CUDA is several GB)")
+    setup.add_argument("--force", action="store_true",
+                       help="install the pins again although .venv was set up for them")
     for command in (student, lab):
         command.add_argument("--to", type=Path, default=ROOT / "student",
                              help="the folder for the notebooks (default: student/ here)")
@@ -121,7 +138,8 @@ def main(argv: list[str] | None = None) -> None:
     if rest and args.command != "lab":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "setup":
-        set_up(args.cpu)
+        if args.force or not is_set_up():
+            set_up(args.cpu)
     elif args.command == "student":
         write_student(args.to.resolve(), args.cpu)
     else:  # the rest goes to JupyterLab: --no-browser, --port 8890, ...

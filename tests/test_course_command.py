@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -73,10 +74,45 @@ def test_the_virtualenv_is_set_up_again_when_a_pin_changes(monkeypatch, tmp_path
     monkeypatch.setattr(course, "INSTALLED", stamp)
     monkeypatch.setattr(course, "PINS", (pins,))
     assert not course.is_set_up()
-    stamp.touch()
+    stamp.write_text(course.pinned())
     assert course.is_set_up()
-    os.utime(pins, (time.time() + 5, time.time() + 5))  # a pin edited after the set-up
+    pins.write_text("torch==2.14.0\n")  # a pin edited after the set-up
     assert not course.is_set_up()
+
+
+def test_a_kit_unzipped_over_an_older_one_with_a_new_pin_is_set_up_again(tmp_path):
+    """Every entry of a kit is dated 2026-01-01, so the new requirements.txt is older than
+    the stamp the first set-up wrote: only its content can tell (fails with dates)."""
+    from course_tools.student_kit import KIT, write_kit
+
+    old_zip, new_zip = tmp_path / "old.zip", tmp_path / "new.zip"
+    write_kit(old_zip)
+    with zipfile.ZipFile(old_zip) as old, zipfile.ZipFile(new_zip, "w") as new:
+        for entry in old.infolist():
+            content = old.read(entry)
+            if entry.filename == f"{KIT}/requirements.txt":
+                content = re.sub(rb"torch==[\d.]+", b"torch==2.14.0", content)
+            new.writestr(entry, content)
+    folder = tmp_path / "laptop"
+
+    def unzipped(kit: Path) -> bool:
+        with zipfile.ZipFile(kit) as archive:
+            archive.extractall(folder)
+            for entry in archive.infolist():  # as unzip does: each file dated as in the zip
+                stamp = time.mktime((*entry.date_time, 0, 0, -1))
+                os.utime(folder / entry.filename, (stamp, stamp))
+        spec = importlib.util.spec_from_file_location("kit_course", folder / KIT / "course.py")
+        kit_course = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(kit_course)
+        return kit_course
+
+    first = unzipped(old_zip)
+    first.INSTALLED.parent.mkdir()
+    first.INSTALLED.write_text(first.pinned())  # what its set-up ends with
+    assert first.is_set_up()
+    second = unzipped(new_zip)
+    assert second.INSTALLED.stat().st_mtime > (folder / KIT / "requirements.txt").stat().st_mtime
+    assert not second.is_set_up()
 
 
 def course_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -6,6 +6,7 @@ Each run is a real `torchrun` (`toolkit.train.ddp.launch`) on gloo over loopback
 with every worker if it overstays its time limit.
 """
 
+import math
 import os
 import random
 import re
@@ -164,9 +165,16 @@ def wait_to_be_stopped(folder: Path) -> None:
 @pytest.mark.slow
 def test_a_run_that_overstays_its_time_is_stopped_with_every_worker(tmp_path):
     """Workers that sleep rather than train: the stopping is launch's, whatever they run (the
-    training command's own answer to SIGTERM is tested with the resumed runs below)."""
-    with pytest.raises(RuntimeError, match="did not finish in 20 s; it was stopped"):
-        launch(2, "--sleep", str(tmp_path), script=Path(__file__), timeout=20)
+    training command's own answer to SIGTERM is tested with the resumed runs below). The
+    workers must start before the time runs out: it is sized by how long two Pythons take
+    to import torch here, now, side by side."""
+    start = time.perf_counter()
+    importing = [subprocess.Popen([sys.executable, "-c", "import torch.distributed"])
+                 for _ in range(2)]
+    assert [process.wait() for process in importing] == [0, 0]
+    timeout = max(20, math.ceil(8 * (time.perf_counter() - start)))
+    with pytest.raises(RuntimeError, match=f"did not finish in {timeout} s; it was stopped"):
+        launch(2, "--sleep", str(tmp_path), script=Path(__file__), timeout=timeout)
     started = sorted(path.name for path in tmp_path.iterdir())
     assert started == ["started-0", "started-1"], "the workers never started: nothing to stop"
     leftover = running_with(str(tmp_path))

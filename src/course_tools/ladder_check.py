@@ -191,7 +191,7 @@ def baseline_at(commit: str) -> Baseline:
                 env = {**os.environ, "PYTHONPATH": str(tree / "src")}
                 done = subprocess.run([sys.executable, "-c", BASELINE_RUNNER, json.dumps(rows)],
                                       cwd=tree, env=env, stdout=subprocess.PIPE, text=True,
-                                      check=True)
+                                      encoding="utf-8", check=True)
             finally:
                 git("worktree", "remove", "--force", str(tree))
         return [Rung(**{name: value for name, value in entry.items() if name in RUNG_FIELDS})
@@ -205,7 +205,7 @@ RUNG_FIELDS = {field.name for field in fields(Rung)}
 
 def git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ladder.README_PATH.parent, check=True,
-                          capture_output=True, text=True).stdout.strip()
+                          capture_output=True, text=True, encoding="utf-8").stdout.strip()
 
 
 def last_stamping_commit() -> str:

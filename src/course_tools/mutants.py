@@ -122,7 +122,8 @@ def run_tests(copy: Path, module: str, tests: Iterable[Path | str],
     command = [sys.executable, "-m", "pytest", *map(str, tests), "-p", "course_tools.mutant_guard",
                "-p", "pytest_timeout", "-p", "no:cacheprovider", "-q",
                f"--timeout={TEST_TIMEOUT_SECONDS}"]
-    process = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
+    process = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True,
+                             encoding="utf-8")
     if not report.exists():
         tail = (process.stdout + process.stderr).strip().splitlines()[-5:]
         return {"broken": "pytest ended without a report: " + " | ".join(tail), "results": []}

@@ -40,6 +40,7 @@ from dataclasses import KW_ONLY, asdict, dataclass, replace
 from pathlib import Path
 
 import torch
+from filelock import FileLock
 from torch import nn
 
 from course_tools import ablation, jobs, staleness
@@ -191,18 +192,10 @@ def decoder_only_run(seed: int = 0, fresh: bool = False) -> PaperRun:
 
 @contextmanager
 def one_at_a_time(lock: Path) -> Iterator[None]:
-    """Hold an exclusive lock on a file while the block runs (where the system has flock)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: two processes may then both train, and both keep the same
+    """Hold an exclusive lock on a file while the block runs: on Linux, macOS and Windows
+    alike, so two processes never train the same run and write the same file."""
+    with FileLock(lock):
         yield
-        return
-    with lock.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # The kept runs by name, as `make test` and `make notebooks` ask for them, and what they are.

@@ -33,7 +33,7 @@ def tracked_files(root: Path = PROJECT_ROOT) -> list[str]:
     """The repository's files as git tracks them: nothing built, cached or installed."""
     try:
         listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, check=True,
-                                capture_output=True, text=True).stdout
+                                capture_output=True, text=True, encoding="utf-8").stdout
     except (OSError, subprocess.CalledProcessError) as error:
         raise SystemExit(f"make student-kit needs a git clone of the course ({error})") from None
     return sorted(name for name in listed.split("\0") if name)

@@ -151,7 +151,8 @@ def launch(nproc: int, *options: str, timeout: float = 300, script: Path | None 
                f"--nproc-per-node={nproc}", *program, *options]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one thread per process: they share cores
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                               stderr=subprocess.STDOUT, text=True, encoding="utf-8",
+                               start_new_session=True)
     try:
         output, _ = process.communicate(timeout=timeout)
     except BaseException as error:  # a timeout, Ctrl-C in a notebook, a test's own timeout

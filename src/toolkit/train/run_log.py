@@ -7,6 +7,7 @@ the resume only).
 
 import csv
 import os
+import sys
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -20,6 +21,7 @@ class RunLog:
 
     def __init__(self, folder: Path, keep_through: int = 0):
         self.csv, self.chart = folder / "log.csv", folder / "chart.png"
+        self.held = False  # log.csv is open in another program, which keeps it from us
         self.rows = [row for row in read_log(self.csv) if row["step"] <= keep_through] \
             if keep_through and self.csv.exists() else []
         self._write()
@@ -35,7 +37,22 @@ class RunLog:
             writer.writeheader()
             writer.writerows({name: _cell(name, value) for name, value in row.items()}
                              for row in self.rows)
-        os.replace(partial, self.csv)
+        self._replace(partial, self.csv)
+
+    def _replace(self, partial: Path, path: Path) -> None:
+        """Put the new file in place; where another program holds the old one open (Windows
+        refuses then: a spreadsheet showing log.csv, say), say so once and train on. The
+        rows are kept here, and the next write tries again."""
+        try:
+            os.replace(partial, path)
+            self.held = False
+        except PermissionError as error:
+            partial.unlink(missing_ok=True)
+            if not self.held:
+                print(f"warning: {path} cannot be replaced ({error.strerror}): is it open in "
+                      f"another program? Training goes on, and the log is written again at "
+                      f"its next row", file=sys.stderr)
+            self.held = True
 
     def draw(self) -> None:
         """Training and validation loss, and validation BLEU, against the step."""
@@ -56,7 +73,7 @@ class RunLog:
             axes.grid(alpha=0.3)
         partial = self.chart.with_name("chart.partial.png")
         FigureCanvasAgg(figure).print_png(str(partial))
-        os.replace(partial, self.chart)
+        self._replace(partial, self.chart)
 
 
 def read_log(path: str | Path) -> list[dict]:

@@ -45,7 +45,7 @@ def run_in_node(model_file: Path, sentences: list[str], beam_size: int = 1,
                                       "sampling": sampling}), encoding="utf-8")
         done = subprocess.run(["node", "-e", RUNNER, str(Path(model_file).resolve()),
                                str(TRANSLATOR), str(inputs)], capture_output=True, text=True,
-                              timeout=600)
+                              encoding="utf-8", timeout=600)
     if done.returncode:
         raise RuntimeError(f"node failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout)
