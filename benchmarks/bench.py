@@ -28,6 +28,8 @@ peak memory each task adds is recorded too.
     python benchmarks/bench.py --only training  (only benchmarks/training.py: the training
                                                 command's step against the CPU's matrix-
                                                 multiply rate, issue 46's goal; CPU only)
+    python benchmarks/bench.py --only page      (only benchmarks/page.py: the Try-it page's
+                                                cache, worker and budgets, in Chromium)
 """
 
 import argparse
@@ -64,7 +66,8 @@ def beside(name: str):
 real_text = beside("real_text")  # issue 16: a million pairs, and token-budget batches
 beam = beside("beam")  # issue 18: beam search against greedy decoding
 training = beside("training")  # issue 46: the training command against the CPU's own limit
-PARTS = ("models", "real-text", "beam", "training")
+page = beside("page")  # issue 53: the Try-it page's budgets, as rows rather than tests
+PARTS = ("models", "real-text", "beam", "training", "page")
 CONFIGS = [
     {"embed_dim": 64, "num_heads": 2, "layers": 2, "ff_dim": 256},
     {"embed_dim": 128, "num_heads": 4, "layers": 3, "ff_dim": 512},
@@ -284,7 +287,8 @@ def main() -> None:
     parser.add_argument("--only", choices=PARTS, default=None,
                         help="run one part: models (stage 07 against nn.Transformer), "
                              "real-text (benchmarks/real_text.py), beam (benchmarks/beam.py) "
-                             "or training (benchmarks/training.py); "
+                             "training (benchmarks/training.py) or page (benchmarks/page.py, "
+                             "in headless Chromium); "
                              "the results of the other parts already in the file are kept")
     parser.add_argument("--output", type=Path, default=None,
                         help="where to write the results (default: benchmarks/results.json on "
@@ -323,6 +327,13 @@ def main() -> None:
         trained = training.run(real_text.write_corpus,
                                **(training.QUICK if args.quick else training.FULL))
         print(training.summary(trained), flush=True)
+    browsed = None
+    if args.only in (None, "page") and not page.has_chromium():
+        print("the page part (benchmarks/page.py) needs Debian's chromium and chromium-driver: "
+              "apt-get install -y chromium chromium-driver")
+    elif args.only in (None, "page"):
+        browsed = page.run(**(page.QUICK if args.quick else page.FULL))
+        print(page.summary(browsed), flush=True)
     if output is None:
         print("--quick: no results written (pass --output PATH to keep them)")
         return
@@ -340,6 +351,8 @@ def main() -> None:
         written["beam"] = searched
     if trained is not None:
         written["training"] = trained
+    if browsed is not None:
+        written["page"] = browsed
     output.write_text(json.dumps(written, indent=1) + "\n")
     print(f"wrote {output}")
 

@@ -8,7 +8,7 @@ to 12 MB of page and runs its longest search to the end, with its times (the fir
 translation, a 60-word sentence with beam 4) printed beside their budgets of 2 s and 1 s."""
 
 import copy
-import random
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -305,52 +305,22 @@ def test_the_bpe_page_names_unknown_characters_and_refuses_what_is_too_long(brow
 
 # --- The size a learner trains on real text: the budgets --------------------------------------
 
-SIXTY_WORDS = 60
-
-
 @pytest.fixture(scope="module")
 def large_page(tmp_path_factory):
-    """An untrained stage 07 of 2.4M parameters (8,000 shared BPE pieces, embed_dim 128, 3 + 3
-    layers, ff_dim 512, every embedding tied), <eos> held back so that each search runs to its
-    limit, the slowest case; its page written by `python -m toolkit.web`. The pieces are
-    learnt from the corpus and, to reach 8,000, from made-up words."""
+    """The page benchmarks/page.py times (make bench): a model of the size a learner trains
+    on real text, untrained, that runs every search to its limit."""
     from chromium import browser_or_skip
 
     browser_or_skip()
-    import torch
-
-    from stages import stage07_multi_head as stage
-    from toolkit.batching.data import load_data
-    from toolkit.learning.checkpoints import save_checkpoint
-    from toolkit.text.subwords import SubwordVocab
-    from toolkit.text.tokens import split_words
-    from toolkit.web.__main__ import main
-
-    data = load_data()
-    made_up = random.Random(0)
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    words = [" ".join("".join(made_up.choices(letters, k=made_up.randint(3, 9)))
-                      for _ in range(10)) for _ in range(4_000)]
-    text = [*data.sources("train"), *data.reference_texts("train"), *words]
-    vocab = SubwordVocab.train(map(split_words, text), 8_000)
-    torch.manual_seed(0)
-    model = stage.Transformer(len(vocab), len(vocab), embed_dim=128, num_heads=4,
-                              num_encoder_layers=3, num_decoder_layers=3, ff_dim=512,
-                              tie_embeddings="all").eval()
-    with torch.no_grad():
-        model.out_proj.bias[3] = -1e4  # <eos> never wins
-    folder = tmp_path_factory.mktemp("large")
-    save_checkpoint(folder / "best.pt", model, vocab, vocab)
-    assert main([str(folder / "best.pt"), "--output", str(folder / "web")]) == 0
-    sentence, tests = [], iter(data.sources("test"))
-    while len(sentence) < SIXTY_WORDS:
-        sentence += next(tests).split()
-    parameters = sum(p.numel() for p in model.parameters())
-    return folder / "web" / "index.html", " ".join(sentence[:SIXTY_WORDS]), parameters, vocab
+    spec = importlib.util.spec_from_file_location("page", SITE.parent / "benchmarks" / "page.py")
+    page = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(page)
+    index, sentence, parameters, pieces = page.write_large_page(tmp_path_factory.mktemp("large"))
+    return index, sentence, parameters, pieces
 
 
 def test_a_real_text_sized_model_keeps_to_the_page_budgets(browser, large_page):
-    page, sentence, parameters, vocab = large_page
+    page, sentence, parameters, pieces = large_page
     first = open_try(browser, page, 1280)
     timed = browser.execute_script("""
       const started = performance.now();
@@ -358,12 +328,12 @@ def test_a_real_text_sized_model_keeps_to_the_page_budgets(browser, large_page):
         ({ wall: performance.now() - started, ms: reply.ms, ids: reply.result.ids.length,
            pieces: reply.result.srcIds.length }));""", sentence)
     weight = weight_of(page.parent)
-    print(f"{parameters / 1e6:.2f}M parameters, {len(vocab):,} pieces: page weight "
+    print(f"{parameters / 1e6:.2f}M parameters, {pieces:,} pieces: page weight "
           f"{weight / 1e6:.2f} MB; first translation {first:.0f} ms after loading began; "
-          f"{SIXTY_WORDS} words ({timed['pieces']} source ids) with beam 4, {timed['ids']} "
-          f"output ids: {timed['wall']:.0f} ms asked to answered ({timed['ms']:.0f} ms in the "
-          f"worker)")
-    assert 2.3e6 < parameters < 2.5e6 and len(vocab) == 8_000
+          f"{len(sentence.split())} words ({timed['pieces']} source ids) with beam 4, "
+          f"{timed['ids']} output ids: {timed['wall']:.0f} ms asked to answered "
+          f"({timed['ms']:.0f} ms in the worker)")
+    assert 2.3e6 < parameters < 2.5e6 and pieces == 8_000
     assert timed["ids"] == min(timed["pieces"] + 10, 256)  # ran to its limit
     assert weight <= 12e6
     # The times are reported beside their budgets (2,000 ms to the first translation, 1,000
