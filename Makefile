@@ -82,7 +82,7 @@ setup: $(INSTALLED)
 # It runs every time and decides by a hash of the pins, not by dates (a kit unzipped over an
 # older one dates every file alike): where .venv is current it returns at once.
 $(INSTALLED): FORCE
-	@$(PYTHON) course.py setup
+	@$(PYTHON) course.py setup --quiet
 FORCE:
 
 # The runs the notebooks read back (course_tools.paper_run: notebook 10's paper run; notebook

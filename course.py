@@ -38,23 +38,28 @@ def run(*command: object) -> None:
         sys.exit(f"course.py: this step failed: {printable}\n(its own message is above)")
 
 
-def pinned() -> str:
-    """A hash of what decides the virtualenv: the pins, the set-up itself and this Python.
+def pinned(cpu_torch: bool = False) -> str:
+    """A hash of what decides the virtualenv: the pins, the set-up itself, the Python .venv
+    was made with (not the one running this), and whether torch came from the CPU index.
 
     By content, not by date: a kit unzipped over an older one dates every file alike, so a
     new pin may be older than the stamp of the set-up it should undo."""
-    digest = hashlib.sha256(sys.version.encode())
+    config = VENV / "pyvenv.cfg"
+    digest = hashlib.sha256(config.read_bytes() if config.exists() else b"no virtualenv")
+    digest.update(b"cpu" if cpu_torch else b"")
     for pin in PINS:
         digest.update(pin.read_bytes())
     return digest.hexdigest()
 
 
-def is_set_up() -> bool:
-    """The virtualenv is current if its stamp holds the hash of today's pins."""
+def is_set_up(cpu_torch: bool = False) -> bool:
+    """The virtualenv is current if its stamp holds the hash of today's pins (a set-up with
+    torch's CPU build serves a plain one too, not the other way round)."""
     try:
-        return INSTALLED.read_text(encoding="utf-8").strip() == pinned()
+        stamp = INSTALLED.read_text(encoding="utf-8").strip()
     except OSError:
         return False
+    return stamp == pinned(True) or (not cpu_torch and stamp == pinned())
 
 
 def make_virtualenv() -> None:
@@ -87,12 +92,12 @@ def set_up(cpu_torch: bool = False) -> None:
           "--link-mode", "copy")
     run(*uv, "-r", PINS[0])
     run(*uv, "--no-deps", "-e", ROOT)
-    INSTALLED.write_text(pinned() + "\n", encoding="utf-8")
+    INSTALLED.write_text(pinned(cpu_torch) + "\n", encoding="utf-8")
 
 
 def write_student(folder: Path, cpu_torch: bool) -> None:
     """The notebooks without their answers; copies already there (a student's work) are kept."""
-    if not is_set_up():
+    if not is_set_up(cpu_torch):
         set_up(cpu_torch)
     run(VENV_PYTHON, "-m", "course_tools.student", "--to", folder)
 
@@ -131,6 +136,7 @@ def main(argv: list[str] | None = None) -> None:
                  "(about 200 MB, where PyPI's Linux build with CUDA is several GB)")
     setup.add_argument("--force", action="store_true",
                        help="install the pins again although .venv was set up for them")
+    setup.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)  # make's
     for command in (student, lab):
         command.add_argument("--to", type=Path, default=ROOT / "student",
                              help="the folder for the notebooks (default: student/ here)")
@@ -138,8 +144,11 @@ def main(argv: list[str] | None = None) -> None:
     if rest and args.command != "lab":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "setup":
-        if args.force or not is_set_up():
+        if args.force or not is_set_up(args.cpu):
             set_up(args.cpu)
+        elif not args.quiet:
+            print(f"{VENV} is set up for these pins already (course.py setup --force installs "
+                  f"them again)")
     elif args.command == "student":
         write_student(args.to.resolve(), args.cpu)
     else:  # the rest goes to JupyterLab: --no-browser, --port 8890, ...

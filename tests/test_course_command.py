@@ -42,9 +42,13 @@ OLDER = [python for version in ("3.8", "3.9", "3.10") if (python := installed_py
 @pytest.mark.skipif(not OLDER, reason="no Python older than 3.11 on this machine")
 @pytest.mark.parametrize("python", OLDER)
 def test_an_older_python_itself_says_which_ones_to_use(python, tmp_path):
-    """course.py must get as far as its message on the Python it refuses, not crash first."""
-    refused = subprocess.run([python, COMMAND, "setup"], cwd=tmp_path, capture_output=True,
-                             text=True, timeout=60)
+    """course.py must get as far as its message on the Python it refuses, not crash first.
+    (A copy with no virtualenv: where .venv is current for the pins, nothing needs a set-up,
+    so whichever Python runs course.py is left to make the virtualenv's own.)"""
+    for name in ("course.py", "requirements.txt", "pyproject.toml"):
+        shutil.copy(COMMAND.parent / name, tmp_path)
+    refused = subprocess.run([python, tmp_path / "course.py", "setup"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
     assert "the course needs 3.11 to 3.13" in refused.stderr
 
@@ -77,6 +81,25 @@ def test_the_virtualenv_is_set_up_again_when_a_pin_changes(monkeypatch, tmp_path
     stamp.write_text(course.pinned())
     assert course.is_set_up()
     pins.write_text("torch==2.14.0\n")  # a pin edited after the set-up
+    assert not course.is_set_up()
+
+
+def test_the_set_up_is_for_the_virtualenvs_python_and_its_torch(monkeypatch, tmp_path):
+    """Another Python running course.py leaves a current .venv be; a .venv made again with
+    another Python is set up again; --cpu asks for torch's CPU build even over a current one."""
+    venv, pins = tmp_path / ".venv", tmp_path / "requirements.txt"
+    venv.mkdir()
+    pins.write_text("torch==2.13.0\n")
+    (venv / "pyvenv.cfg").write_text("version = 3.12.3\n")
+    monkeypatch.setattr(course, "VENV", venv)
+    monkeypatch.setattr(course, "INSTALLED", venv / ".installed")
+    monkeypatch.setattr(course, "PINS", (pins,))
+    course.INSTALLED.write_text(course.pinned())
+    monkeypatch.setattr(course.sys, "version", "3.13.1 (another Python)")
+    assert course.is_set_up() and not course.is_set_up(cpu_torch=True)
+    course.INSTALLED.write_text(course.pinned(cpu_torch=True))
+    assert course.is_set_up() and course.is_set_up(cpu_torch=True)
+    (venv / "pyvenv.cfg").write_text("version = 3.13.1\n")
     assert not course.is_set_up()
 
 

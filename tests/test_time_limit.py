@@ -158,11 +158,11 @@ def test_a_resumed_run_with_no_time_left_after_its_set_up_trains_nothing_and_say
     monkeypatch.setattr(time_budget, "now", lambda: 100.0)
     plan = Plan(steps=100, warmup_steps=0, eval_every=10, save_every=5, average_last=3,
                 costs=Costs(step=1.0, evaluation=3.0, save=0.5))
-    assert Deadline(100.0 + 20, plan, Measured()).no_room_for_a_step() is None
-    why = Deadline(100.0 + 4, plan, Measured()).no_room_for_a_step()
+    assert Deadline(100.0 + 20, plan, Measured()).no_room_for_a_step(20) is None
+    why = Deadline(100.0 + 4, plan, Measured()).no_room_for_a_step(4)
     assert why.startswith("only 4 s of this invocation's --time-limit is left")
     assert "nothing was trained" in why and "resume with more time" in why
-    assert "only 0 s" in Deadline(100.0 - 115, plan, Measured()).no_room_for_a_step()
+    assert "only 0 s" in Deadline(100.0 - 115, plan, Measured()).no_room_for_a_step(-115)
 
 
 def test_no_time_to_train_never_reads_negative_and_names_every_cost():
@@ -297,12 +297,15 @@ def limited_run(folder, *options: str) -> list[str]:
     return [*PLANNED, "--output", str(folder), *options]
 
 
+@pytest.mark.parametrize("save", [0.5, 3.0])  # a saved file: 2 or 12 steps' worth
 def test_a_run_that_turns_twice_as_slow_still_evaluates_five_times_and_ends_in_time(
-        tmp_path, monkeypatch, capsys):
+        tmp_path, monkeypatch, capsys, save):
     """Fails if the plan is never revised: the first plan's evaluations, saves and end were
-    for steps that take half the time, so it makes 3 evaluations, not 5, and averages saves
-    from an earlier part of the run than its last tenth."""
-    clock = FakeClock(monkeypatch, SLOWER_FROM)
+    for steps that take half the time, so it makes 4 evaluations, not 5, and averages saves
+    from an earlier part of the run than its last tenth. With saves that take long, the
+    saves to average weigh most in the first plan, and the revisions give back what the
+    run no longer needs for them."""
+    clock = FakeClock(monkeypatch, SLOWER_FROM, save=save)
     started = clock.time
     assert main(limited_run(tmp_path, "--time-limit", f"{LIMIT}s"), started=started) == 0
     out = capsys.readouterr().out
@@ -315,10 +318,11 @@ def test_a_run_that_turns_twice_as_slow_still_evaluates_five_times_and_ends_in_t
                                                 out)[1].split(", ")]
     print(f"planned {first} steps, revised to {end}; evaluated at {evaluated}; averaged "
           f"{averaged}; took {took} of {LIMIT} s")
-    assert end < 0.8 * first  # it learnt the steps were slower
+    if save < 2 * clock.costs.step:  # else the saves to average dominate the first plan
+        assert end < 0.8 * first  # it learnt the steps were slower
     assert len(evaluated) == EVALUATIONS and evaluated[-1] == end
     assert min(averaged) >= 0.9 * end and len(averaged) == 3 and averaged[-1] == end
-    assert 0.95 * LIMIT < took <= LIMIT  # in time, with no more unused than the 5% margin
+    assert 0.9 * LIMIT < took <= LIMIT  # in time, about the 5% margin left unused
     assert "out of time" not in out  # the revised plan fitted; the clock had no need to stop it
 
 
@@ -337,6 +341,7 @@ def test_a_revised_plan_killed_and_resumed_ends_bit_for_bit_as_the_run_never_sto
     evaluated = [row["step"] for row in read_log(tmp_path / "unbroken" / "log.csv")
                  if row["val_bleu"] is not None]
     kill_at = random.SystemRandom().randint(SLOWER_FROM + 40, evaluated[1] - 1)
+    print(f"killed at step {kill_at}")  # to replay a failure
     killed = tmp_path / "killed"
     clock = FakeClock(monkeypatch, SLOWER_FROM, kill_at=kill_at)
     started = clock.time
@@ -408,9 +413,9 @@ def test_a_short_limit_ends_on_time_with_every_file_written(tmp_path, sized_limi
 @pytest.mark.slow
 def test_a_time_limited_run_killed_and_resumed_ends_as_its_plan_run_unbroken(
         tmp_path, sized_limit):
-    """The resumed run keeps the plan its checkpoint holds (not a new one from a new
-    probe), and the plan given as options trains the same steps, bit for bit. The options
-    give evaluations and saves, so a revision moves only the last step."""
+    """The resumed run keeps the schedule its checkpoint holds (not a new one from a new
+    probe; its revisions move only the last step, since the options give the evaluations
+    and saves), and its last plan given as options trains the same steps, bit for bit."""
     killed_folder, unbroken_folder = tmp_path / "killed", tmp_path / "unbroken"
     options = ["--output", str(killed_folder), *PLANNED, "--save-every", "7",
                "--eval-every", "40"]
@@ -423,6 +428,7 @@ def test_a_time_limited_run_killed_and_resumed_ends_as_its_plan_run_unbroken(
         first_line = process.stdout.readline()
     planned = int(re.search(r"([\d,]+) steps fit", first_line)[1].replace(",", ""))
     kill_at = random.SystemRandom().randint(max(50, planned // 5), max(60, planned * 2 // 5))
+    print(f"planned {planned} steps, killed at step {kill_at}")  # to replay a failure
     killed = stop_at(process, killed_folder, kill_at, signal.SIGKILL)
     assert killed.returncode == -signal.SIGKILL
     checkpoint = saved(killed_folder / "last.pt")["training"]

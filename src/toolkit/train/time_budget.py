@@ -347,11 +347,11 @@ class Deadline:
         return still + step_seconds + final_seconds(costs, plan.average_last) > \
             self.seconds_left()
 
-    def no_room_for_a_step(self) -> str | None:
-        """Why not even one step fits (a resumed run whose set-up took the time), or None."""
+    def no_room_for_a_step(self, left: float) -> str | None:
+        """Why not even one step fits in `left` seconds (a resumed run whose set-up took the
+        time), or None."""
         costs = self.measured.costs(self.plan.costs)
         end = final_seconds(costs, self.plan.average_last)
-        left = self.seconds_left()
         if costs.step + end <= left:
             return None
         return (f"only {format_duration(left)} of this invocation's --time-limit is left "

@@ -210,8 +210,10 @@ def run_training(
     deadline = None
     if args.time_limit is not None:
         deadline = Deadline(started + args.time_limit, time_plan, measured)
-        if (too_late := deadline.no_room_for_a_step()) is not None:
-            raise ValueError(too_late)  # a resumed run whose set-up took the time
+        # A resumed run whose set-up took the time; every process decides alike.
+        too_late = deadline.no_room_for_a_step(min(world.gather(deadline.seconds_left())))
+        if too_late is not None:
+            raise ValueError(too_late)
     log = RunLog(args.output, keep_through=progress.step) if world.main else None
     if world.main:
         print(f"stage 07, {count_parameters(model):,} parameters, on {world.device} x "
@@ -238,6 +240,7 @@ def run_training(
         streams = world.gather(random_streams(generator, world.device))  # every process
         if world.main and scheduled and args.average_last:
             keep_for_averaging(model, data, args.output, progress.step, args.average_last)
+            measured.save = max(measured.save, time_budget.now() - began)  # before last.pt
         if world.main:
             training = {"settings": settings, "data": fingerprint, "world_size": world.size,
                         "optimizer": optimizer_state(optimizer), "random": streams,
@@ -251,6 +254,10 @@ def run_training(
     start = time_budget.now()
     first_step, window = progress.step + 1, Window()
     stopped_by, early_stop, new_best, signature, out_of_time = None, False, False, "", False
+    # Whether the last step evaluated or saved (the main process alone does that, the others
+    # wait in the next step's all-reduce), or there was none in this invocation yet: the step
+    # that follows is left out of the pace measured, in every process and on resume alike.
+    paused = True
     bar = tqdm(total=total_steps, initial=progress.step, desc="training", unit="step",
                ascii=True, ncols=90, mininterval=2.0, file=sys.stderr, disable=not world.main)
     with StopRequests() as stop:
@@ -260,8 +267,12 @@ def run_training(
             totals, asked, lr = train_step(optimizer, step, stop.signal is not None)
             progress.step = step
             step_seconds = time_budget.now() - step_start
-            measured.step_seconds += step_seconds
-            measured.steps += 1
+            if paused:  # waited in the all-reduce while the main process evaluated or saved
+                step_seconds = measured.costs(time_plan.costs).step if time_plan else 0.0
+            else:
+                measured.step_seconds += step_seconds
+                measured.steps += 1
+            paused = False
             window.add(totals, len(batches.indices(step - 1)))
             # All processes stop after the same step, even if only one was signalled.
             if asked:
@@ -296,13 +307,17 @@ def run_training(
             scheduled = saves(step) or last_step
             if evaluate_now:
                 measured.evaluation = max(measured.evaluation, time_budget.now() - began)
-                if revising and not last_step:  # before the saves: last.pt keeps the new plan
+                if revising and not (last_step or early_stop):  # before the saves: last.pt
+                    # keeps the new plan, and the time they take is not the plan's to spend
+                    files = (int(scheduled or new_best) + int(scheduled and args.average_last > 0)
+                             + int(new_best))
                     before, time_plan = time_plan, replan(time_plan, step, deadline, measured,
-                                                          progress, world)
+                                                          progress, world, files)
                     use_plan(args, time_plan)
                     total_steps = bar.total = args.steps
                     if world.main and time_plan != before:
                         bar.write(describe_revision(time_plan, step))
+            paused = evaluate_now or scheduled or early_stop or new_best
             if scheduled or early_stop or new_best:
                 with window.excluding():
                     save(scheduled)
@@ -327,11 +342,12 @@ def run_training(
 
 
 def replan(plan: Plan, step: int, deadline: Deadline, measured: Measured, progress: Progress,
-           world: World) -> Plan:
+           world: World, files: int) -> Plan:
     """The plan revised after this step's evaluation from what every process measured, for
-    the least time any has left; the step times measured start again from here."""
+    the least time any has left once this step's `files` are saved; the step times measured
+    start again from here."""
     costs = slowest(measured.costs(plan.costs), world)
-    seconds_left = min(world.gather(deadline.seconds_left()))
+    seconds_left = min(world.gather(deadline.seconds_left())) - files * costs.save
     measured.step_seconds, measured.steps = 0.0, 0
     deadline.plan = revise(plan, step, seconds_left, costs, progress.evaluations)
     return deadline.plan
