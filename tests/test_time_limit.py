@@ -368,13 +368,20 @@ def test_a_revised_plan_killed_and_resumed_ends_bit_for_bit_as_the_run_never_sto
         sorted(p.name for p in (tmp_path / "unbroken").glob("step-*.pt"))
 
 
-def test_averaging_never_takes_two_saves_closer_than_half_the_save_interval(tmp_path):
+def test_averaging_never_takes_two_saves_closer_than_half_the_save_interval(tmp_path,
+                                                                            monkeypatch):
     """An early stop saved step 1861 just after the scheduled 1846: averaging 1775, 1846 and
     1861 would weigh one moment twice, so 1846 gives way to the one before it."""
     names = [tmp_path / f"step-{step:08d}.pt" for step in (1562, 1633, 1704, 1775, 1846, 1861)]
     assert [p.name[5:13] for p in run_files.spaced(names, 71 / 2)] == \
         ["00001562", "00001633", "00001704", "00001775", "00001861"]
     assert run_files.spaced(names[:4], 71 / 2) == names[:4]
+    for path in names:
+        path.touch()
+    averaged = []
+    monkeypatch.setattr(run_files, "average_checkpoints", lambda paths, _: averaged.extend(paths))
+    assert run_files.average_kept(tmp_path, 1861, 71, 5) == averaged == [
+        names[0], names[1], names[2], names[3], names[5]]
 
 
 # --- The real command, with limits sized by what this machine measured ---------------------
