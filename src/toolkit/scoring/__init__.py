@@ -1,5 +1,6 @@
 """How good a translation is: exact match, BLEU and chrF with their signatures, scores by
-phenomenon, and the held-out numbers' errors sorted by kind."""
+phenomenon, the held-out numbers' errors sorted by kind, and two settings compared seed by
+seed."""
 
 from toolkit.lazy_exports import lazy_exports
 
@@ -9,4 +10,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "evaluation": ["evaluate"],
     "number_errors": ["KINDS", "NUMBERS_KIND", "RIGHT", "held_out_kinds",
         "number_translations"],
+    "seed_pairs": ["SeedPairs", "paired", "sign_test"],
 })
