@@ -4,7 +4,7 @@ from itertools import product
 
 import pytest
 
-from toolkit.scoring import SeedPairs, paired, sign_test
+from toolkit.scoring.seed_pairs import SeedPairs, paired, sign_test
 
 
 def brute_force(wins: int, trials: int, alternative: str) -> float:

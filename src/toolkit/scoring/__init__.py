@@ -1,6 +1,5 @@
 """How good a translation is: exact match, BLEU and chrF with their signatures, scores by
-phenomenon, the held-out numbers' errors sorted by kind, and two settings compared seed by
-seed."""
+phenomenon, and the held-out numbers' errors sorted by kind."""
 
 from toolkit.lazy_exports import lazy_exports
 
@@ -10,5 +9,4 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "evaluation": ["evaluate"],
     "number_errors": ["KINDS", "NUMBERS_KIND", "RIGHT", "held_out_kinds",
         "number_translations"],
-    "seed_pairs": ["SeedPairs", "paired", "sign_test"],
 })
