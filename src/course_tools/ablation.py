@@ -3,12 +3,13 @@
 The ablation trains the stage-07 model with the paper's full recipe (`recipes.PAPER`), then
 without each option in turn: the same budget for every row, and every row on each seed of
 `recipes.SEEDS` (the seed sets the initial weights, the order of the pairs and the dropout
-masks), so a difference can be read against the spread between seeds. It also trains stage
-07 on the ladder's recipe with unscaled attention scores, for notebook 07, and on subwords
-instead of words for notebook 12; and stage 08, the decoder-only appendix stage, on the
-ladder's budget, for notebook 14. `make ablation` (`course_tools.recompute`) runs them, two
-at a time, one thread each, and writes `assets/ablation.json`, whose rows carry the same
-stamps as the ladder's rungs, so numbers computed on other code show as stale.
+masks), so each variant is paired with the full recipe seed by seed (`ladder.paired_runs`,
+the one rule of `toolkit.scoring.seed_pairs`). It also trains stage 07 on the ladder's recipe
+with unscaled attention scores, for notebook 07, and on subwords instead of words for notebook
+12; and stage 08, the decoder-only appendix stage, on the ladder's budget, for notebook 14.
+`make ablation` (`course_tools.recompute`) runs them, two at a time, one thread each, and
+writes `assets/ablation.json`, whose rows carry the same stamps as the ladder's rungs, so
+numbers computed on other code show as stale.
 """
 
 from dataclasses import replace
@@ -20,11 +21,15 @@ from course_tools import ladder
 from course_tools.jobs import Job, Rung, with_seeds
 from course_tools.ladder import METRICS, mean_sd, spread
 from toolkit.learning.recipes import PAPER, RECIPES, Recipe
+from toolkit.scoring.seed_pairs import SeedPairs
 
 ABLATION_PATH = ladder.LADDER_PATH.with_name("ablation.json")
 TABLE_START = "<!-- ablation table: written by make ablation -->"
 TABLE_END = "<!-- end of ablation table -->"
 FULL = "the paper's recipe"
+# The two columns that pair each variant with the full recipe, seed by seed.
+PER_SEED = "exact match vs full recipe, per seed"
+AGREEING = "seeds agreeing"
 SMALL_INIT = PAPER.model["embed_dim"] ** -0.5  # the std that scale_embeddings=True sets
 NO_SCALE = {**PAPER.model, "scale_embeddings": False}
 VARIANTS = {
@@ -81,28 +86,48 @@ def load_ablation(path: Path = ABLATION_PATH) -> dict[str, list[Rung]]:
 
 
 def table(rows: dict[str, list[Rung]]) -> pd.DataFrame:
-    """Each variant's mean ± sd over seeds, and what removing its option cost on average."""
+    """Each variant's mean ± sd over seeds, and its exact match against the full recipe's
+    seed by seed (`paired_runs`): the differences, and how many seeds agree in sign."""
     summary = spread([run for runs in rows.values() for run in runs])
-    full = summary.loc[FULL, ("exact match %", "mean")]
     frame = pd.DataFrame([{
         "variant": name, **{metric: mean_sd(summary, name, metric) for metric in METRICS},
-        "exact match vs full recipe": round(summary.loc[name, ("exact match %", "mean")] - full, 1),
-        "seeds": int(summary.loc[name, ("seeds", "n")]),
+        **against_full(rows, name), "seeds": int(summary.loc[name, ("seeds", "n")]),
     } for name in rows])
     return frame.set_index("variant")
 
 
+def against_full(rows: dict[str, list[Rung]], name: str) -> dict[str, str]:
+    """One variant's paired columns. The full recipe's own row leaves them empty, and so does
+    a row that is not a variant of it (another budget: nothing to pair it with)."""
+    if name == FULL or name not in VARIANTS:
+        return {PER_SEED: "", AGREEING: ""}
+    pairs = versus_full(rows, name)
+    return {PER_SEED: ladder.per_seed(pairs), AGREEING: ladder.agreement(pairs)}
+
+
+def versus_full(rows: dict[str, list[Rung]], name: str,
+                metric: str = "exact match %") -> SeedPairs:
+    """A variant minus the full recipe, seed by seed: the line a sentence cites."""
+    return ladder.paired_runs(f"{name} vs {FULL}", rows[FULL], rows[name], metric)
+
+
 def markdown_table(rows: dict[str, list[Rung]]) -> str:
     """The README's ablation table, read from ablation.json like the ladder's."""
-    frame = table({name: rows[name] for name in VARIANTS if name in rows})
-    lines = ["| variant | exact match % | BLEU | held-out exact match % | vs full recipe |",
-             "|---|---|---|---|---|"]
+    rows = {name: rows[name] for name in VARIANTS if name in rows}
+    frame = table(rows)
+    lines = ["| variant | exact match % | BLEU | held-out exact match % "
+             f"| {PER_SEED} | {AGREEING} |",
+             "|---|---|---|---|---|---|"]
     lines += [f"| {name} | {row['exact match %']} | {row['BLEU']} | "
-              f"{row['held-out exact match %']} | {row['exact match vs full recipe']:+.1f} |"
+              f"{row['held-out exact match %']} | {row[PER_SEED]} | {row[AGREEING]} |"
               for name, row in frame.iterrows()]
     seeds = int(frame["seeds"].min())
-    return "\n".join(lines) + (f"\n\nMean ± standard deviation over {seeds} seeds; the last "
-                               f"column is the change in mean exact match.")
+    footnote = f"Mean ± standard deviation over {seeds} seeds."
+    if variants := [name for name in rows if name != FULL]:
+        footnote += " " + ladder.paired_footnote(
+            "each variant's exact match minus the full recipe's",
+            versus_full(rows, variants[0]).seeds)
+    return "\n".join(lines) + "\n\n" + footnote
 
 
 def jobs(names: list[str]) -> list[Job]:

@@ -2,19 +2,21 @@
 
 `make ladder` (`course_tools.recompute`) trains each stage with its recipe, once
 per seed in `recipes.SEEDS`, and writes `assets/ladder.json`, the one source of the numbers
-in the README and notebooks. One seed is one run; the spread across seeds says which
-differences between stages are larger than chance. `course_tools.jobs` runs every committed
-row; this module reads and writes them, compares them and shows them. Each row records its
-job as data (stage, recipe, data options, objective) and is stamped by
-`course_tools.staleness` with fingerprints of the code the job imports, of the corpus and of
-the libraries, so stale numbers show: fingerprints of behaviour, which a comment or a
-docstring never changes. When code changes and the numbers may not have, `make ladder-check`
-(`course_tools.ladder_check`) proves it on one seed and re-stamps the rows.
+in the README and notebooks. One seed is one run; each stage is paired seed by seed with the
+one before it (`paired_runs`), and a step reads as real only where every seed agrees in sign.
+`course_tools.jobs` runs every committed row; this module reads and writes them, compares
+them and shows them. Each row records its job as data (stage, recipe, data options,
+objective) and is stamped by `course_tools.staleness` with fingerprints of the code the job
+imports, of the corpus and of the libraries, so stale numbers show: fingerprints of
+behaviour, which a comment or a docstring never changes. When code changes and the numbers
+may not have, `make ladder-check` (`course_tools.ladder_check`) proves it on one seed and
+re-stamps the rows.
 """
 
 import json
 import textwrap
 from dataclasses import asdict, replace
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +24,7 @@ from matplotlib.figure import Figure  # no pyplot: a script needs no GUI backend
 
 from course_tools.jobs import Rung
 from toolkit.learning.recipes import RECIPES, SEEDS
+from toolkit.scoring.seed_pairs import SeedPairs, paired, sign_test
 
 LADDER_PATH = Path(__file__).resolve().parents[2] / "assets" / "ladder.json"
 CHART_PATH = LADDER_PATH.with_suffix(".png")
@@ -107,6 +110,47 @@ def mean_sd(summary: pd.DataFrame, title: str, metric: str, digits: int = 1) -> 
     return f"{mean:.{digits}f} ± {sd:.{digits}f}"
 
 
+def paired_runs(label: str, before: list[Rung], after: list[Rung], metric: str,
+                digits: int = 1) -> SeedPairs:
+    """`after` minus `before` on each seed for one of METRICS, the runs paired by `run.seed`:
+    the course's one rule for two settings (`toolkit.scoring.seed_pairs`). Both lists must
+    hold one run a seed, on the same seeds."""
+    return paired(label, _by_seed(label, before, metric), _by_seed(label, after, metric),
+                  digits)
+
+
+def _by_seed(label: str, runs: list[Rung], metric: str) -> dict[int, float]:
+    read, scores = METRICS[metric], {}
+    for run in runs:
+        if run.seed in scores:
+            raise ValueError(f"{label}: two runs on seed {run.seed} ({run.title}): pair one "
+                             "run a seed")
+        scores[run.seed] = read(run)
+    return scores
+
+
+def per_seed(pairs: SeedPairs) -> str:
+    """The per-seed differences as a table cell, in the order of the seeds: '-2.1, -12.3'."""
+    return ", ".join(f"{d:+.{pairs.digits}f}" for d in pairs.differences)
+
+
+def agreement(pairs: SeedPairs) -> str:
+    """How many seeds share the commoner sign, as a table cell: '3 of 3'."""
+    return f"{pairs.agreeing} of {len(pairs.differences)}"
+
+
+def paired_footnote(differences: str, seeds: tuple[int, ...]) -> str:
+    """What a table's two paired columns hold, and the one rule by which they are read."""
+    named = (", ".join(map(str, seeds[:-1])) + f" and {seeds[-1]}" if len(seeds) > 1
+             else str(seeds[0]))
+    n = len(seeds)
+    return (f"The last two columns are {differences}, seed by seed (seeds {named}, in that "
+            "order), and how many of those differences share a sign. A difference is read as "
+            f"real only where every seed agrees in sign, and even then, with {n} seeds, the "
+            f"exact sign test's p is {sign_test(n, n):.3g} two-sided, the least {n} seeds can "
+            "give.")
+
+
 # What a run computed, as opposed to when, where and on which code.
 NUMBERS = ("parameters", "steps", "batch_size", "train_loss", "validation_loss", "exact_match",
            "bleu", "bleu_signature", "per_phenomenon")
@@ -171,15 +215,28 @@ def table(runs: list[Rung], live: Rung | None = None, up_to: int | None = None) 
 
 
 def markdown_table(runs: list[Rung]) -> str:
-    """The README's results table, so its numbers come from ladder.json and nowhere else."""
+    """The README's results table, so its numbers come from ladder.json and nowhere else, with
+    each stage paired seed by seed with the stage before it."""
     summary, first = spread(runs), {r.stage: r for r in runs if r.seed == SEEDS[0]}
     n = int(summary[("seeds", "n")].min())
-    lines = ["| stage | parameters | exact match % | BLEU | held-out exact match % |",
-             "|---|---|---|---|---|"]
+    stages = sorted(first)
+    steps = {number: paired_runs(f"stage {number:02d} vs stage {before:02d}",
+                                 [r for r in runs if r.stage == before],
+                                 [r for r in runs if r.stage == number], "exact match %")
+             for before, number in pairwise(stages)}
+    lines = ["| stage | parameters | exact match % | BLEU | held-out exact match % "
+             "| exact match vs the stage before, per seed | seeds agreeing |",
+             "|---|---|---|---|---|---|---|"]
     lines += [f"| {r.stage:02d} {r.title} | {r.parameters:,} | "
-              + " | ".join(mean_sd(summary, r.title, metric) for metric in METRICS) + " |"
-              for r in (first[number] for number in sorted(first))]
-    return "\n".join(lines) + f"\n\nMean ± standard deviation over {n} seeds."
+              + " | ".join(mean_sd(summary, r.title, metric) for metric in METRICS) + " | "
+              + (f"{per_seed(steps[r.stage])} | {agreement(steps[r.stage])} |"
+                 if r.stage in steps else " |  |")
+              for r in (first[number] for number in stages)]
+    footnote = f"Mean ± standard deviation over {n} seeds."
+    if steps:
+        footnote += " " + paired_footnote("each stage's exact match minus the stage before's",
+                                          next(iter(steps.values())).seeds)
+    return "\n".join(lines) + "\n\n" + footnote
 
 
 def write_readme_section(start_marker: str, end_marker: str, content: str,
