@@ -31,7 +31,7 @@ NOTEBOOK_ORDER := $(addprefix build/,$(RANKED) $(filter-out $(RANKED),$(NOTEBOOK
 # longest tests, which the files' order puts last (the training commands, torchrun), are shared.
 UNIT_TESTS := OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/pytest -n 2 --dist worksteal \
               -p no:cacheprovider --timeout=600 --ignore=tests/site --ignore=tests/student
-.PHONY: help setup test quick notebook-times unit mutants-check mutants notebooks student \
+.PHONY: help setup test quick notebook-times prose-numbers unit mutants-check mutants notebooks student \
         student-kit student-tests site site-student site-tests lab data ladder ladder-check ablation \
         kept-runs bench diff web train train-ddp clean
 
@@ -41,6 +41,8 @@ help:
 	@echo "make test    run every test: ruff, unit tests, then every notebook (copies in build/)"
 	@echo "make quick   ruff and the unit tests but the slowest (a minute): the inner loop"
 	@echo "make unit    ruff, the import contracts and every unit test, notebooks left out"
+	@echo "make prose-numbers   after make notebooks: every number the prose states is printed"
+	@echo "             beside it, read from a committed result, or declared with its source"
 	@echo "make site    execute the notebooks if needed and render the course to site/"
 	@echo "             (MODEL=build/train/best.pt: its Try-it page runs your checkpoint)"
 	@echo "make web CHECKPOINT=build/train/best.pt   a Try-it page of its own for your model, in"
@@ -64,7 +66,7 @@ help:
 	@echo "make bench   time stage 07 against torch.nn.Transformer, the real-text pipeline on a"
 	@echo "             synthetic million-pair corpus, beam search, the training command's step"
 	@echo "             against the CPU's matrix-multiply rate, and the Try-it page in Chromium"
-	@echo "             (about 15 minutes; benchmarks/results.json)"
+	@echo "             (about 15 minutes; benchmarks/results.json and the README's tables of it)"
 	@echo "make train   train stage 07 on one process, evaluating as it goes; Ctrl-C saves, and"
 	@echo "             ARGS=--resume goes on (build/train/: last.pt, best.pt, log.csv, chart.png)"
 	@echo "             (ARGS=\"--time-limit 30\": as many steps as fit in 30 minutes, planned)"
@@ -100,8 +102,14 @@ test: $(INSTALLED)
 	$(MAKE) --no-print-directory unit mutants-check; status=$$?; \
 	wait $$paper && wait $$others || { cat build/*-runs.log; exit 1; }; \
 	grep -h "final training loss" build/paper-runs.log build/other-runs.log; exit $$status
-	$(MAKE) --no-print-directory notebooks student-tests site-tests
+	$(MAKE) --no-print-directory notebooks prose-numbers student-tests site-tests
 	@$(MAKE) --no-print-directory notebook-times
+
+# Every number in the prose of the executed notebooks, the README and docs must be printed by
+# an output of the same notebook, or come from a committed results file, or be declared a
+# constant with its source in assets/prose-constants.toml (course_tools.prose_numbers).
+prose-numbers: $(INSTALLED)
+	$(BIN)/python -m course_tools.prose_numbers $(addprefix build/,$(NOTEBOOKS)) README.md docs/*.md
 
 # Each notebook's time in the last run against its budget: a report that fails nothing.
 notebook-times: $(INSTALLED)

@@ -22,12 +22,14 @@ from dataclasses import replace
 
 import torch
 
+from course_tools.ladder import agreement, paired_footnote, per_seed
 from course_tools.numeric_platform import numeric_platform
 from course_tools.paper_run import AVERAGED, SAVE_EVERY, PaperRun, paper_run
 from toolkit.batching.data import load_data
 from toolkit.learning.recipes import PAPER, SEEDS
 from toolkit.scoring.evaluation import evaluate
 from toolkit.scoring.number_errors import held_out_kinds
+from toolkit.scoring.seed_pairs import SeedPairs, paired
 from toolkit.search.decoding import (
     PAPER_BEAM_SIZE,
     PAPER_EXTRA_LEN,
@@ -128,3 +130,46 @@ def summary(result: dict) -> str:
                  f"(goal <= {timing['goal_ratio']}x: "
                  f"{'met' if timing['meets'] else 'NOT met'})")
     return "\n".join(lines)
+
+
+# The README's table of this part: `make bench` rewrites it from results.json, and
+# tests/test_bench_tables.py holds the README to what this writes from the committed file.
+TABLE_START = "<!-- beam bench table: written by make bench -->"
+TABLE_END = "<!-- end of beam bench table -->"
+COLUMNS = {"exact_match": "exact match %", "bleu": "BLEU", "held_out": "held-out exact match %"}
+
+
+def against_greedy(result: dict, name: str, measure: str = "exact_match") -> SeedPairs:
+    """One decoder minus greedy decoding of the same run, seed by seed: the course's one rule
+    (`toolkit.scoring.seed_pairs`); two decimals, since one sentence of 1,500 is 0.07 points."""
+    scores = {decoder: {run["seed"]: run["decoders"][decoder][measure] for run in result["runs"]}
+              for decoder in ("greedy", name)}
+    return paired(f"{name} vs greedy", scores["greedy"], scores[name], digits=2)
+
+
+def markdown_table(result: dict) -> str:
+    """The committed run of this part as the README shows it, every figure read from it."""
+    lines = ["| decoder | " + " | ".join(COLUMNS.values())
+             + " | exact match vs greedy, per seed | seeds agreeing |",
+             "|---|---|---|---|---|---|"]
+    for name, numbers in result["summary"].items():
+        cells = [f"{numbers[m]['mean']:.1f} ± {numbers[m]['sd']:.1f}" for m in COLUMNS]
+        if name == "greedy":
+            cells += ["", ""]
+        else:
+            pairs = against_greedy(result, name)
+            cells += [per_seed(pairs), agreement(pairs)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    timing, seeds = result["timing"], tuple(result["seeds"])
+    verdict = "met" if timing["meets"] else "**not met**"
+    footnote = (
+        f"From `benchmarks/results.json`: {result['model']}; mean ± standard deviation over "
+        f"{len(seeds)} seeds, each decoding all {timing['sentences']:,} test sentences. "
+        + paired_footnote("each decoder's exact match minus greedy decoding's on the same run",
+                          seeds)
+        + f" Time, seed {seeds[0]}: {BEAM} took {timing['time_ratio']:.2f}× greedy's time "
+        f"through `translate`, both on the KV cache (the median of the paired ratios of "
+        f"{timing['rounds']} interleaved rounds over the whole test split; median seconds: "
+        f"greedy {timing['seconds']['greedy']:.2f} s, {BEAM} {timing['seconds'][BEAM]:.2f} s). "
+        f"Goal: at most {timing['goal_ratio']:g}×: {verdict}.")
+    return "\n".join(lines) + "\n\n" + footnote

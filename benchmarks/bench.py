@@ -16,8 +16,9 @@ same round's nn.Transformer time; some rows also against the stage-07 row they d
 by one change). On a GPU the clock is read only after the device has finished, and the
 peak memory each task adds is recorded too.
 
-    python benchmarks/bench.py                 (what `make bench` runs: writes results.json,
-                                                or results-cuda.json on a GPU)
+    python benchmarks/bench.py                 (what `make bench` runs: writes results.json
+                                                and the README's tables of it, or
+                                                results-cuda.json on a GPU)
     python benchmarks/bench.py --device cpu    (default: cuda if available, else cpu)
     python benchmarks/bench.py --quick         (fewer rounds, a smoke test: writes nothing
                                                 unless --output is given)
@@ -44,6 +45,7 @@ from pathlib import Path
 
 import torch
 
+from course_tools.ladder import README_PATH, write_readme_section
 from stages import stage07_multi_head as stage
 from toolkit.batching.batches import Batch
 from toolkit.checkers.from_torch_nn import TorchNNTranslator, load_nn_transformer
@@ -84,6 +86,20 @@ COMPARED_WITH = {  # row -> the stage-07 row it differs from by one change
     ENCODE_ONCE: "stage 07",
     "stage 07 + KV cache": ENCODE_ONCE,
 }
+
+
+def readme_tables(results: dict) -> list[tuple[str, str, str]]:
+    """(start marker, end marker, table) for each part of the README that results.json
+    holds: the README's bench tables are written from the file, never typed."""
+    parts = [(real_text, "real_text"), (beam, "beam"), (training, "training")]
+    return [(part.TABLE_START, part.TABLE_END, part.markdown_table(results[key]))
+            for part, key in parts if key in results]
+
+
+def write_readme_tables(results: dict, readme: Path = README_PATH) -> None:
+    """Rewrite the README's bench tables from the CPU results (tests/test_bench_tables.py)."""
+    for start, end, table in readme_tables(results):
+        write_readme_section(start, end, table, readme)
 
 
 def default_device() -> torch.device:
@@ -355,6 +371,9 @@ def main() -> None:
         written["page"] = browsed
     output.write_text(json.dumps(written, indent=1) + "\n")
     print(f"wrote {output}")
+    if output == RESULTS:  # the committed file: the README's tables follow it
+        write_readme_tables(written)
+        print(f"rewrote the README's bench tables from {output.name}")
 
 
 if __name__ == "__main__":

@@ -516,6 +516,55 @@ def summary(results: dict) -> str:
     return "\n".join(lines)
 
 
+
+# The README's table of this part: `make bench` rewrites it from results.json, and
+# tests/test_bench_tables.py holds the README to what this writes from the committed file.
+TABLE_START = "<!-- real-text bench table: written by make bench -->"
+TABLE_END = "<!-- end of real-text bench table -->"
+
+
+def markdown_table(results: dict) -> str:
+    """The committed run of this part as the README shows it, every figure read from it."""
+    goals, figures, meets = results["goals"], results["figures"], results["meets"]
+    a, b, where = results["pipeline"], results["throughput"], results["machine"]
+    seconds = a["seconds"]
+
+    def measured(goal: str, text: str) -> str:
+        return text if meets[goal] else f"{text}: **missed**"
+
+    lines = [
+        "| goal | measured |", "|---|---|",
+        f"| load, train a shared BPE of {a['vocab_size']:,} tokens and encode "
+        f"{results['corpus']['pairs']:,} pairs in ≤ {goals['pipeline_seconds']:g} s | "
+        + measured("pipeline_seconds", f"{figures['pipeline_seconds']:.1f} s (load "
+                   f"{seconds['load']:.1f}, BPE {seconds['train BPE']:.1f}, encode "
+                   f"{seconds['encode']:.1f})") + " |",
+        f"| ... in ≤ {goals['peak_memory_gb']:g} GB of peak memory | "
+        + measured("peak_memory_gb", f"{figures['peak_memory_gb']:.2f} GB") + " |",
+        f"| token-budget batches ≥ {goals['throughput_ratio']:g}× the target tokens per second "
+        "of random batches of the same size | "
+        + measured("throughput_ratio", f"{figures['throughput_ratio']:.2f}× (median of "
+                   f"{len(b['ratios'])} interleaved rounds)") + " |",
+        f"| padding of token-budget batches ≤ {100 * goals['token_budget_padding']:g} % | "
+        + measured("token_budget_padding", f"{100 * figures['token_budget_padding']:.1f} % "
+                   f"(random batches: {100 * b['padding']['random']:.1f} %)") + " |",
+    ]
+    model = b["model"]
+    load = where["load_average"]
+    footnote = (
+        f"From `benchmarks/results.json`, measured on one {where['processor']} machine with "
+        f"{where['cpus']} cores, the model on {where['torch_threads']} thread"
+        f"{'s' * (where['torch_threads'] != 1)} (load average {load['before'][0]:.2f} before "
+        f"the run, {load['after'][0]:.2f} after). The first two rows are the whole "
+        f"{results['corpus']['pairs']:,} pairs. The last two are measured on a "
+        f"{b['pairs']:,}-pair sample of that corpus (batches of at most {b['max_tokens']:,} "
+        f"positions, against random batches of {b['batch_size']} pairs, about as many per "
+        f"epoch), training a model of `embed_dim` {model['embed_dim']}, {model['num_heads']} "
+        f"heads, {model['num_encoder_layers']} + {model['num_decoder_layers']} layers and "
+        f"`ff_dim` {model['ff_dim']} for {b['steps_per_round']} steps a round.")
+    return "\n".join(lines) + "\n\n" + footnote
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20,000 pairs, a few steps")

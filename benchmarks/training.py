@@ -159,3 +159,44 @@ def summary(result: dict) -> str:
     lines.append(f"  goal: what --recipe real-text runs on this CPU ({result['chosen']}) >= "
                  f"{result['goal']}x the tokens/s before: {verdict}")
     return "\n".join(lines)
+
+
+# The README's table of this part: `make bench` rewrites it from results.json, and
+# tests/test_bench_tables.py holds the README to what this writes from the committed file.
+TABLE_START = "<!-- training bench table: written by make bench -->"
+TABLE_END = "<!-- end of training bench table -->"
+LABELS = {  # a path's name in results.json -> its row in the README
+    "before (stage code, float32)": "before: stage 07's code, float32",
+    "fast path, float32": "fast path, float32",
+    "stage code, bf16": "stage 07's code, bf16",
+    "fast path, bf16": "fast path, bf16",
+}
+
+
+def markdown_table(result: dict) -> str:
+    """The committed run of this part as the README shows it, every figure read from it."""
+    ceiling, threads = result["ceiling_gflop_per_s"], result["threads"]
+    lines = [f"| path ({threads} thread{'s' * (threads != 1)}, `make bench`) | target tokens/s "
+             "| × before | model GFLOP/s | share of the ceiling |",
+             "|---|---|---|---|---|"]
+    named = set()
+    for name, path in result["paths"].items():
+        label = LABELS.get(name, name)
+        if name == result["chosen"]:
+            label += f" (what `--recipe {result['recipe']}` runs here)"
+        share = f"{100 * path['share_of_ceiling']:.1f} %"
+        if path["precision"] not in named:  # the first row of a precision names its ceiling
+            named.add(path["precision"])
+            share += f" of {ceiling[path['precision']]:.0f} GFLOP/s ({path['precision']})"
+        lines.append(f"| {label} | {path['target_tokens_per_s']:,.0f} | "
+                     f"{path['ratio_to_before']:.2f} | {path['model_gflop_per_s']:.1f} | "
+                     f"{share} |")
+    verdict = "met" if result["met"] else "**not met**"
+    footnote = (f"From `benchmarks/results.json`: {result['batches']} token-budget batches "
+                f"({result['target_tokens']:,} target tokens), {result['rounds']} rounds after "
+                f"{result['warmup']} of warm-up, the paths interleaved round by round; × before "
+                "is the median of each round's ratio to the first row, and the ceiling a "
+                f"{SIZE} × {SIZE} matrix product timed in the same process. Goal: the path "
+                f"`--recipe {result['recipe']}` runs here at {result['goal']}× the first "
+                f"row's tokens per second or more: {verdict}.")
+    return "\n".join(lines) + "\n\n" + footnote

@@ -92,10 +92,13 @@ def patched_main(bench, monkeypatch, tmp_path):
     monkeypatch.setattr(bench.training, "run", lambda write_corpus, **sizes: TRAINING)
     monkeypatch.setattr(bench.training, "summary", lambda results: "")
     monkeypatch.setattr(torch, "set_num_threads", lambda threads: None)  # not this process's
+    readme_tables = []  # what would have rewritten the README's tables: not the real README
+    monkeypatch.setattr(bench, "write_readme_tables", readme_tables.append)
 
     def main(*options: str) -> None:
         monkeypatch.setattr(sys, "argv", ["bench.py", "--device", "cpu", *options])
         bench.main()
+    main.readme_tables = readme_tables
     return main
 
 
@@ -109,6 +112,14 @@ def test_only_a_full_run_writes_the_results(patched_main, tmp_path, quick):
         results = json.loads(written.read_text())
         assert results["device"] == "cpu" and results["real_text"] == REAL_TEXT
         assert results["beam"] == BEAM and results["training"] == TRAINING
+    # The README's bench tables follow the file written, and only the committed file.
+    assert patched_main.readme_tables == ([] if quick else [results])
+
+
+def test_a_run_written_elsewhere_leaves_the_readme_alone(patched_main, tmp_path):
+    """The README's tables are the committed results.json's, not another file's."""
+    patched_main("--output", str(tmp_path / "elsewhere.json"))
+    assert (tmp_path / "elsewhere.json").exists() and patched_main.readme_tables == []
 
 
 def test_a_real_text_only_run_keeps_the_model_results_already_written(patched_main, tmp_path):

@@ -111,6 +111,27 @@ def test_the_readme_ablation_table_is_the_committed_ablation():
     assert written == ablation.markdown_table(ablation.load_ablation()), "run make ablation"
 
 
+def test_the_readme_decoder_only_table_is_the_committed_runs():
+    """Stage 07 from ladder.json, stage 08 from ablation.json: `make ablation` and `make
+    ladder` rewrite it."""
+    written = ladder.readme_section(ablation.DECODER_ONLY_START, ablation.DECODER_ONLY_END)
+    assert written == ablation.decoder_only_table(ablation.load_ablation(),
+                                                  ladder.load_runs()), "run make ablation"
+
+
+def test_the_decoder_only_table_pairs_each_stage_08_row_with_stage_07_seed_by_seed():
+    rows, runs = ablation.load_ablation(), ladder.load_runs()
+    table = ablation.decoder_only_table(rows, runs).splitlines()
+    for name in (ablation.DECODER_ONLY, ablation.DECODER_ONLY_WHOLE):
+        pairs = ladder.paired_runs("test", [r for r in runs if r.stage == 7], rows[name],
+                                   "exact match %")
+        assert any(f"| {ladder.per_seed(pairs)} | {ladder.agreement(pairs)} |" in line
+                   for line in table), name
+    objectives = ladder.paired_runs("test", rows[ablation.DECODER_ONLY],
+                                    rows[ablation.DECODER_ONLY_WHOLE], "exact match %")
+    assert ladder.per_seed(objectives) in table[-1]  # the line the prose cites
+
+
 def test_the_ablation_covers_every_variant_and_seed_on_one_budget_and_is_not_stale():
     rows = ablation.load_ablation()
     assert list(rows) == ablation.every_row()

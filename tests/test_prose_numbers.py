@@ -66,6 +66,12 @@ def test_a_definition_in_code_is_bound_but_not_a_comment(tmp_path, constants):
                    code="x = 1  # took 14.8 s here") == ["14.8"]
 
 
+def test_titles_and_exercises_are_names():
+    prose = "[05 · Stacking]: exercises 05.1 (run the stack) and 05.2 (count), a 05.3 split"
+    assert [n for n, _ in stated(prose)] == []
+    assert [n for n, _ in stated("the ratio 05.3 here")] == ["05.3"]
+
+
 def test_signs_ranges_and_glued_words():
     numbers = [n for n, _ in stated("gains +2.2, -1.1 and −3 at steps 150-250; bf16, 3rd, "
                                     "1e-3, v1.8.3 and 1.8x faster")]

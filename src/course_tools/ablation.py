@@ -130,6 +130,49 @@ def markdown_table(rows: dict[str, list[Rung]]) -> str:
     return "\n".join(lines) + "\n\n" + footnote
 
 
+# The README's stage-08 table: the ladder's stage 07 against both decoder-only rows, seed by
+# seed. `make ablation` and `make ladder` rewrite it, since its rows come from both files.
+DECODER_ONLY_START = "<!-- decoder-only table: written by make ablation and make ladder -->"
+DECODER_ONLY_END = "<!-- end of decoder-only table -->"
+DECODER_ONLY_ROWS = {  # the README's name for each row
+    "stage 07, encoder-decoder (the ladder's)": None,
+    "stage 08, loss on the German": DECODER_ONLY,
+    "stage 08, loss on the whole stream": DECODER_ONLY_WHOLE,
+}
+
+
+def decoder_only_table(rows: dict[str, list[Rung]], ladder_runs: list[Rung]) -> str:
+    """Stage 08 against stage 07 on the same budget, pairs and seeds, read from
+    ablation.json and ladder.json: each stage-08 row's exact match minus stage 07's, seed by
+    seed, and the line that pairs the two objectives, which a sentence cites."""
+    runs = {name: [r for r in ladder_runs if r.stage == 7] if key is None else rows[key]
+            for name, key in DECODER_ONLY_ROWS.items()}
+    summary = spread([replace(run, title=name) for name, group in runs.items() for run in group])
+    encoder_decoder, *decoder_only = runs
+    lines = ["| model | parameters | exact match % | BLEU | held-out exact match % "
+             "| exact match vs stage 07, per seed | seeds agreeing |",
+             "|---|---|---|---|---|---|---|"]
+    for name, group in runs.items():
+        counts = sorted({r.parameters for r in group})
+        cells = [", ".join(f"{count:,}" for count in counts),
+                 *(mean_sd(summary, name, metric) for metric in METRICS)]
+        if name == encoder_decoder:
+            cells += ["", ""]
+        else:
+            pairs = ladder.paired_runs(f"{name} vs stage 07", runs[encoder_decoder], group,
+                                       "exact match %")
+            cells += [ladder.per_seed(pairs), ladder.agreement(pairs)]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    german, whole = decoder_only
+    objectives = ladder.paired_runs("stage 08, exact match, the whole stream's loss minus the "
+                                    "German's", runs[german], runs[whole], "exact match %")
+    footnote = (f"Mean ± standard deviation over {int(summary[('seeds', 'n')].min())} seeds. "
+                + ladder.paired_footnote("each stage-08 row's exact match minus stage 07's",
+                                         objectives.seeds)
+                + f" The two objectives against each other: {objectives.line()}.")
+    return "\n".join(lines) + "\n\n" + footnote
+
+
 def jobs(names: list[str]) -> list[Job]:
     """Every seed of the named rows, in the order the file keeps them."""
     recipes = {**VARIANTS, **LADDER_VARIANTS}

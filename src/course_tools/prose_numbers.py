@@ -44,7 +44,7 @@ NAMES = ("stage", "stages", "notebook", "notebooks", "section", "sections", "§"
          "head", "heads", "row", "rows", "column", "columns", "item", "items", "level",
          "checkpoint", "step-", "bug", "bugs", "mutation", "ubuntu", "debian", "macos", "rfc",
          "arxiv", "sacrebleu", "cuda", "node", "npm", "mathjax", "chromium")
-NAME_BEFORE = re.compile(r"(?:^|[\s(\[])(" + "|".join(re.escape(n) for n in NAMES)
+NAME_BEFORE = re.compile(r"(?:^|[\s(\[*_])(" + "|".join(re.escape(n) for n in NAMES)
                          + r")\s*$", re.IGNORECASE)
 # More numbers in the same list of names: "stages 03, 04 and 05", "seeds 0 to 2".
 LIST_JOINT = re.compile(r"^(?:\s*(?:,|and|or|to|–|-|&)\s*)$")
@@ -66,13 +66,17 @@ class Unbound:
 
 
 def prose_text(markdown: str) -> str:
-    """The words a reader reads as prose: code, mathematics, link targets and tags left out."""
-    text = re.sub(r"```.*?```", " ", markdown, flags=re.DOTALL)
-    text = re.sub(r"`[^`]*`", " ", text)
-    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.DOTALL)
-    text = re.sub(r"(?<!\\)\$[^$]*(?<!\\)\$", " ", text)
+    """The words a reader reads as prose: code, mathematics, link targets and tags left out,
+    each replaced by its line breaks alone, so that every line keeps its number."""
+    def gone(pattern: str, text: str, flags: int = 0) -> str:
+        return re.sub(pattern, lambda m: "\n" * m.group().count("\n") or " ", text, flags=flags)
+
+    text = gone(r"```.*?```", markdown, re.DOTALL)
+    text = gone(r"`[^`]*`", text)
+    text = gone(r"\$\$.*?\$\$", text, re.DOTALL)
+    text = gone(r"(?<!\\)\$[^$]*(?<!\\)\$", text)
     text = re.sub(r"\]\([^)]*\)", "]", text)
-    text = re.sub(r"<[^>]+>", " ", text)
+    text = gone(r"<[^>]+>", text)
     text = re.sub(r"https?://\S+", " ", text)
     # A list's or heading's own numbering is not a figure.
     text = re.sub(r"(?m)^(\s*)\d+[.)]\s", r"\1 ", text)
@@ -84,8 +88,9 @@ def normalised(sign: str, whole: str, decimals: str | None) -> str:
     return ("-" if sign in "-−" and sign else "") + whole.replace(",", "") + (decimals or "")
 
 
-def stated(markdown: str) -> Iterator[tuple[str, str]]:
-    """(number as normalised, a few words around it) for every figure the prose states."""
+def stated(markdown: str, with_lines: bool = False) -> Iterator[tuple]:
+    """(number as normalised, a few words around it) for every figure the prose states, and
+    its line in the markdown if asked."""
     text = prose_text(markdown)
     last_name_end = -1
     for match in NUMBER.finditer(text):
@@ -104,8 +109,15 @@ def stated(markdown: str) -> Iterator[tuple[str, str]]:
             continue
         if not decimals and YEAR.match(whole):
             continue
+        if re.match(r"^\s*·", text[match.end():]):
+            continue  # a notebook's title: "05 · Stacking"
+        if (re.fullmatch(r"\d\d\.\d", whole + (decimals or ""))
+                and re.search(r"xercises?\b", text[max(0, match.start() - 80):match.start()])):
+            continue  # an exercise's name: "exercises 05.1 (run the stack) and 05.2"
         context = text[max(0, match.start() - 40):match.end() + 25].replace("\n", " ")
-        yield normalised(sign, whole, decimals), context
+        number = normalised(sign, whole, decimals)
+        yield ((number, context, text.count("\n", 0, match.start()) + 1) if with_lines
+               else (number, context))
 
 
 def printed(texts: Iterable[str]) -> set[str]:
@@ -181,31 +193,41 @@ def check_notebook(path: Path, constants: dict[str, dict[str, str]]) -> list[Unb
             if number not in allowed and not shown(number, seen)]
 
 
+def json_numbers(value: object) -> Iterator[str]:
+    """The numbers a JSON document holds as numbers: never the digits of a hash or a name."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from json_numbers(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from json_numbers(item)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield repr(value)
+
+
 def results_numbers(root: Path = PROJECT_ROOT) -> set[str]:
-    """Every number in the committed results files: what the README's figures may cite."""
-    return printed((root / name).read_text(encoding="utf-8") for name in RESULTS
-                   if (root / name).exists())
+    """Every number the committed results files hold, exactly as stored."""
+    return {number for name in RESULTS if (root / name).exists()
+            for number in json_numbers(json.loads((root / name).read_text(encoding="utf-8")))}
+
+
+GENERATED = re.compile(r"^<!-- [^\n]*: written by make [^\n]*-->$.*?^<!-- end of [^\n]*-->$",
+                       re.DOTALL | re.MULTILINE)
 
 
 def check_document(path: Path, constants: dict[str, dict[str, str]],
-                   seen: set[str]) -> list[Unbound]:
-    """The README's or a doc's figures that no committed result holds and none declares."""
+                   results: set[str]) -> list[Unbound]:
+    """The README's or a doc's figures that neither a committed result, as stored, nor a table
+    the document's commands write from one, as printed there, holds, and none declares."""
     text = path.read_text(encoding="utf-8")
-    seen = seen | printed(re.findall(r"```.*?```|`[^`]*`", text, flags=re.DOTALL))
+    tables = GENERATED.findall(text)  # written from a committed file: tests bind each one
+    seen = results | printed([*tables, *re.findall(r"```.*?```|`[^`]*`", text, flags=re.DOTALL)])
+    # The tables left out of the prose, lines kept, so that a line number stays right.
+    prose = GENERATED.sub(lambda table: "\n" * table.group().count("\n"), text)
     allowed = declared(constants, path.name)
-    unbound, generated = [], False
-    for line_number, line in enumerate(text.splitlines(), 1):
-        # A table a command writes from a committed file: tests/test_ladder.py binds it.
-        if re.match(r"<!-- .*: written by make ", line):
-            generated = True
-        elif re.match(r"<!-- end of ", line):
-            generated = False
-        if generated:
-            continue
-        unbound += [Unbound(f"{path.name}, line {line_number}", number, context)
-                    for number, context in stated(line)
-                    if number not in allowed and not shown(number, seen)]
-    return unbound
+    return [Unbound(f"{path.name}, line {line}", number, context)
+            for number, context, line in stated(prose, with_lines=True)
+            if number not in allowed and number not in seen]
 
 
 def check(paths: Iterable[Path], constants_path: Path | None = None) -> list[Unbound]:

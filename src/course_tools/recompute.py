@@ -37,7 +37,9 @@ def recompute_ladder(numbers: list[int]) -> None:
     ladder.save_runs(runs)
     ladder.chart(runs).savefig(ladder.CHART_PATH, dpi=110)
     ladder.write_readme_section(ladder.TABLE_START, ladder.TABLE_END, ladder.markdown_table(runs))
-    print(f"wrote {ladder.LADDER_PATH}, {ladder.CHART_PATH.name} and the README's results table")
+    write_decoder_only_table()
+    print(f"wrote {ladder.LADDER_PATH}, {ladder.CHART_PATH.name} and the README's results and "
+          "decoder-only tables")
 
 
 def recompute_ablation(names: list[str]) -> None:
@@ -56,7 +58,15 @@ def recompute_ablation(names: list[str]) -> None:
     print(ablation.table(ablation.load_ablation()).to_string())
     ladder.write_readme_section(ablation.TABLE_START, ablation.TABLE_END,
                                 ablation.markdown_table(ablation.load_ablation()))
-    print(f"wrote {ablation.ABLATION_PATH} and the README's ablation table")
+    write_decoder_only_table()
+    print(f"wrote {ablation.ABLATION_PATH} and the README's ablation and decoder-only tables")
+
+
+def write_decoder_only_table() -> None:
+    """Stage 07 (ladder.json) against stage 08 (ablation.json): either file can move it."""
+    ladder.write_readme_section(ablation.DECODER_ONLY_START, ablation.DECODER_ONLY_END,
+                                ablation.decoder_only_table(ablation.load_ablation(),
+                                                            ladder.load_runs()))
 
 
 def main(argv: list[str]) -> None:
