@@ -109,6 +109,8 @@ def stated(markdown: str, with_lines: bool = False) -> Iterator[tuple]:
             continue
         if not decimals and YEAR.match(whole):
             continue
+        if before.endswith("#"):
+            continue  # an issue's or pull request's number: pytorch/pytorch#103749
         if re.match(r"^\s*·", text[match.end():]):
             continue  # a notebook's title: "05 · Stacking"
         if (re.fullmatch(r"\d\d\.\d", whole + (decimals or ""))
@@ -128,8 +130,10 @@ def printed(texts: Iterable[str]) -> set[str]:
             sign = token[0] if token[0] in "+-−" else ""
             body = token[len(sign):]
             whole, _, decimals = body.partition(".")
-            seen.add(normalised(sign, whole, "." + decimals if decimals else None))
-            seen.add(normalised("", whole, "." + decimals if decimals else None))
+            for signed in (sign, ""):
+                seen.add(normalised(signed, whole, "." + decimals if decimals else None))
+                if decimals and not decimals.strip("0"):
+                    seen.add(normalised(signed, whole, None))  # 98.0 reads as 98 too
     return seen
 
 
