@@ -1,8 +1,11 @@
 """Fixtures shared by the test modules."""
 
+import importlib.util
 import socket
 
 import pytest
+
+from toolkit.paths import PROJECT_ROOT
 
 
 @pytest.fixture
@@ -17,3 +20,12 @@ def connections(monkeypatch) -> list:
 
     monkeypatch.setattr(socket.socket, "connect", counted)
     return tried
+
+
+@pytest.fixture(scope="module")
+def bench():
+    """benchmarks/bench.py, a script outside the packages, loaded as a module."""
+    spec = importlib.util.spec_from_file_location("bench", PROJECT_ROOT / "benchmarks" / "bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

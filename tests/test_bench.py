@@ -1,7 +1,6 @@
 """benchmarks/bench.py times what its rows are named for, on the device it says; the synthetic
 corpus of benchmarks/real_text.py is shaped like real text."""
 
-import importlib.util
 import json
 import os
 import re
@@ -12,18 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from toolkit.paths import PROJECT_ROOT
 from toolkit.text.corpus import load_corpus
 
 TINY = {"embed_dim": 16, "num_heads": 4, "layers": 2, "ff_dim": 40}
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench", PROJECT_ROOT / "benchmarks" / "bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def training_models(bench) -> dict[str, torch.nn.Module]:

@@ -3,7 +3,6 @@
 every figure read from it."""
 
 import copy
-import importlib.util
 import json
 
 import pytest
@@ -12,14 +11,6 @@ from course_tools import ladder
 from toolkit.paths import PROJECT_ROOT
 
 RESULTS = json.loads((PROJECT_ROOT / "benchmarks" / "results.json").read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench", PROJECT_ROOT / "benchmarks" / "bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_committed_results_hold_every_part_the_readme_shows(bench):
