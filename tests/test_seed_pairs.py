@@ -79,3 +79,8 @@ def test_a_frozen_record():
     pairs = SeedPairs("x", (0,), (1.0,))
     with pytest.raises(AttributeError):
         pairs.label = "y"  # type: ignore[misc]
+
+
+def test_a_mean_that_rounds_to_zero_reads_plus_zero():
+    pairs = paired("held-out right", {0: 10, 1: 10, 2: 10}, {0: 9, 1: 10, 2: 10}, digits=0)
+    assert "mean +0, sd 1;" in pairs.line()

@@ -119,6 +119,14 @@ def paired_runs(label: str, before: list[Rung], after: list[Rung], metric: str,
                   digits)
 
 
+def against_the_stage_before(runs: list[Rung], stage: int) -> str:
+    """One stage against the one before it, seed by seed, in each of METRICS: the printed
+    lines a stage notebook's sentences about its rung rest on."""
+    before, after = ([r for r in runs if r.stage == number] for number in (stage - 1, stage))
+    return "\n".join(str(paired_runs(f"stage {stage:02d} against {stage - 1:02d}, {metric}",
+                                      before, after, metric)) for metric in METRICS)
+
+
 def _by_seed(label: str, runs: list[Rung], metric: str) -> dict[int, float]:
     read, scores = METRICS[metric], {}
     for run in runs:

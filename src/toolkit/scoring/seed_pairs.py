@@ -85,8 +85,9 @@ class SeedPairs:
     def line(self, alternative: str = "two-sided") -> str:
         """The one printed line a sentence of the course cites."""
         each = ", ".join(f"{d:+.{self.digits}f}" for d in self.differences)
+        mean = round(self.mean, self.digits) + 0.0  # never "-0"
         return (f"{self.label}: {each} (seeds {', '.join(map(str, self.seeds))}); "
-                f"mean {self.mean:+.{self.digits}f}, sd {self.sd:.{self.digits}f}; "
+                f"mean {mean:+.{self.digits}f}, sd {self.sd:.{self.digits}f}; "
                 f"{self.agreeing} of {len(self.differences)} agree in sign, {self.verdict()}; "
                 f"sign test p = {self.p_value(alternative):.3g} ({alternative})")
 
