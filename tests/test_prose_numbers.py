@@ -96,3 +96,12 @@ def test_the_command_fails_and_says_what_to_do(tmp_path, constants, capsys):
     assert "print each where the sentence can point to it, or declare it" in err
     path = executed(tmp_path, [("code", "", "26"), ("markdown", "it changes 26", "")])
     assert prose_numbers.main([str(path), "--constants", str(constants)]) == 0
+
+
+def test_a_results_file_binds_its_numbers_not_the_digits_of_its_strings(tmp_path):
+    for name in prose_numbers.RESULTS:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(json.dumps({"rows": [{"bleu": 97.2, "steps": 2400,
+                                                           "sha256": "94e1a84"}]}))
+    held = prose_numbers.results_numbers(tmp_path)
+    assert {"97.2", "2400"} <= held and "94" not in held and "84" not in held

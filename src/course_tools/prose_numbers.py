@@ -28,7 +28,7 @@ from toolkit.paths import PROJECT_ROOT
 CONSTANTS_PATH = PROJECT_ROOT / "assets" / "prose-constants.toml"
 # The committed results the README's and docs' figures are read against.
 RESULTS = ("assets/ladder.json", "assets/ablation.json", "assets/mutants.json",
-           "benchmarks/results.json", "assets/kept-runs/runs.json")
+           "benchmarks/results.json")
 
 # What a number in prose is: digits with optional thousands commas and decimals, signed.
 # A sign counts only where it stands alone ("-1.3", not the dash of "150-250"); "1e-3" is code.
@@ -211,7 +211,7 @@ def json_numbers(value: object) -> Iterator[str]:
 
 def results_numbers(root: Path = PROJECT_ROOT) -> set[str]:
     """Every number the committed results files hold, exactly as stored."""
-    return {number for name in RESULTS if (root / name).exists()
+    return {number for name in RESULTS
             for number in json_numbers(json.loads((root / name).read_text(encoding="utf-8")))}
 
 
