@@ -1,15 +1,19 @@
 """Exercise checkers: run a learner's function on several cases and explain the first failure.
 
 A notebook calls, for example, `check.causal_mask(my_causal_mask)`. It prints a pass, or
-raises `NotYet` with a hint that says what is wrong ("row 3 can see position 5: the mask
-lets the future through"). Where a test asserts the same property (the masks, padding,
-positions, heads, scaling, the loss and the stack) the hint comes from
+raises `NotYet` with a hint told in steps: the first failure names the symptom ("row 3 can
+see position 5"), the same mistake again adds its cause ("the mask lets the future
+through"), and the third time the fix. Where a test asserts the same property (the masks,
+padding, positions, heads, scaling, the loss and the stack) the hint comes from
 `toolkit.checkers.properties`, the function that test asserts, so the two cannot disagree.
 The other checkers compare with the stage's own module or with torch and name the classic
-mistakes they recognise.
+mistakes they recognise. An answer that calls the function the check compares with (the
+stage's own, the toolkit's, or torch's) is refused: it would prove nothing.
 
-An error raised *inside* the learner's function is not caught: its own traceback is the best
-hint there is.
+An error raised *inside* the learner's function is not caught, since its own traceback is the
+best hint there is, except for the few slips a checker recognises by the very error they raise
+(`vocab.stoi[word]` on an unknown word, a padding mask that hides rows, an unflattened
+cross-entropy).
 
 The checkers live by what they check (`data_and_loss_checks`, `attention_checks`,
 `position_checks`, `layer_checks`, `sampling_checks`; `verdicts` says pass or `NotYet`);

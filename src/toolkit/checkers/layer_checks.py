@@ -8,11 +8,21 @@ import torch.nn.functional as F
 from stages import stage05_stacking as stage05
 from stages import stage06_ffn_layernorm as stage06
 from toolkit.checkers import layer_properties, properties
-from toolkit.checkers.verdicts import NotYet, fail_on, name_of, passed, random_tensor
+from toolkit.checkers.verdicts import (
+    Cause,
+    Hint,
+    exercise,
+    fail_on,
+    in_every_stage,
+    name_of,
+    passed,
+    random_tensor,
+)
 from toolkit.stage_api import count_parameters
 from toolkit.text.vocab import PAD_ID
 
 
+@exercise(*in_every_stage("Transformer"))  # a stage's own encode and decode run its stacks
 def stack(fn: Callable) -> None:
     """Exercise: run the encoder layers, then the decoder layers, each on the one below."""
     src = torch.tensor([[4, 9, 7, 12, 5, 3], [6, 8, 3, PAD_ID, PAD_ID, PAD_ID]])
@@ -32,14 +42,25 @@ def stack(fn: Callable) -> None:
         # Each layer ran exactly once (checked above): [0] is its only call.
         first_encoder, first_decoder = encoder_calls[0][0], decoder_calls[0][0]
         if not torch.equal(first_encoder.args[0], x) or not torch.equal(first_decoder.args[0], y):
-            raise NotYet(f"{case}: the first layers must read x and y themselves")
+            fail_on(Hint("the first layers did not read x and y themselves",
+                         "the embeddings go into the first layer of each stack unchanged",
+                         layer_properties.STACKED), case)
         last_output = decoder_calls[-1][0].output
-        fail_on(properties.mismatch(output, last_output, "the last decoder layer's output"), case)
+        fail_on(properties.compare(output, last_output, "the last decoder layer's output",
+                                   otherwise=Cause("the stack's output is the last decoder "
+                                                   "layer's, unchanged",
+                                                   "return the y of the last decoder layer")),
+                case)
     passed(name_of(fn), "two stacks of different depths")
 
 
+# Building a stage's layers and counting them: the count the check makes itself.
+@exercise(count_parameters, *in_every_stage("Transformer"), *in_every_stage("EncoderLayer"),
+          *in_every_stage("DecoderLayer"), *in_every_stage("Attention"))
 def parameters_per_layer(fn: Callable[[int], int]) -> None:
     """Exercise: the parameters one more encoder layer plus one more decoder layer add."""
+    count = ("3 attentions (the encoder layer's one, the decoder layer's two) × 3 projections "
+             "(q, k, v) × (d·d weights + d biases)")
     for embed_dim in (16, 64):
         sizes = [count_parameters(stage05.Transformer(10, 10, embed_dim=embed_dim,
                                                       num_encoder_layers=n, num_decoder_layers=n))
@@ -48,17 +69,23 @@ def parameters_per_layer(fn: Callable[[int], int]) -> None:
         if answer == expected:
             continue
         linear = embed_dim * embed_dim + embed_dim  # one nn.Linear(d, d): weights and biases
-        hints = {
+        causes = {
             9 * embed_dim * embed_dim: "the biases are missing: each nn.Linear(d, d) has d·d "
                                        "weights and d biases",
             3 * linear: "that is one attention: a decoder layer has two more (self and cross)",
-            6 * linear: "that is two attentions: count the encoder layer's one and the decoder "
-                        "layer's two",
+            6 * linear: "that is two attentions: the encoder layer has one and the decoder "
+                        "layer two",
             12 * linear: "stage 05's attention has no output projection yet: only q, k and v",
         }
-        generic = ("count the q, k and v projections of every attention in one encoder layer "
-                   "and one decoder layer, weights and biases")
-        raise NotYet(f"{name_of(fn)}({embed_dim}) = {answer}: {hints.get(answer, generic)}")
+        generic = ("some projection is missing or counted twice: every attention of one "
+                   "encoder layer and one decoder layer has q, k and v, weights and biases")
+        case = f"{name_of(fn)}({embed_dim})"
+        if not isinstance(answer, int):
+            fail_on(Hint(f"got {answer!r}, not an int", "a count of parameters is a whole "
+                         "number", f"return an int: {count}"), case)
+        more = "fewer" if answer < expected else "more"
+        fail_on(Hint(f"it gives {answer}, {more} parameters than one more encoder layer and one "
+                     f"more decoder layer add", causes.get(answer, generic), count), case)
     passed(name_of(fn), "embed_dim 16 and 64")
 
 
@@ -71,6 +98,8 @@ def _random_layer_norm(embed_dim: int, seed: int) -> torch.nn.LayerNorm:
     return norm
 
 
+# A stage's own layers add and normalise inside their forward.
+@exercise(*in_every_stage("EncoderLayer"), *in_every_stage("DecoderLayer"))
 def add_and_norm(fn: Callable) -> None:
     """Exercise: post-LN Add & Norm, checked against stage 06's encoder layer."""
     for seed, embed_dim in enumerate((16, 8)):
@@ -83,23 +112,30 @@ def add_and_norm(fn: Callable) -> None:
             sublayer = layer.self_attn(x, x, key_padding_mask=padding)  # (batch, len, embed_dim)
             expected = layer.norm1(x + sublayer)  # the first line of EncoderLayer.forward
             norm = layer.norm1
+            answer = "norm(x + sublayer_output)"
             mistakes = {
-                "x was normalised before adding: post-LN normalises the sum, "
-                "norm(x + sublayer_output)": norm(x) + sublayer,
-                "the sublayer output was normalised before adding: post-LN normalises the sum":
-                    x + norm(sublayer),
-                "the residual is missing: add x to the sublayer output, then normalise":
-                    norm(sublayer),
-                "the sum is not normalised: pass it through norm": x + sublayer,
-                "the norm's learned weight and bias were skipped: call the `norm` module you "
-                "are given": F.layer_norm(x + sublayer, (embed_dim,)),
+                Cause("x was normalised before adding: post-LN normalises the sum",
+                      answer): norm(x) + sublayer,
+                Cause("the sublayer output was normalised before adding: post-LN normalises the "
+                      "sum", answer): x + norm(sublayer),
+                Cause("the residual is missing", f"add x to the sublayer output, then "
+                      f"normalise: {answer}"): norm(sublayer),
+                Cause("the sum is not normalised", f"pass it through norm: {answer}"):
+                    x + sublayer,
+                Cause("the norm's learned weight and bias were skipped",
+                      f"call the `norm` module you are given: {answer}"):
+                    F.layer_norm(x + sublayer, (embed_dim,)),
             }
             fail_on(properties.compare(fn(x, sublayer, norm), expected,
-                                        "norm(x + sublayer_output)", mistakes),
-                     f"{name_of(fn)} with embed_dim {embed_dim}")
+                                       "norm(x + sublayer_output)", mistakes,
+                                       Cause("post-LN adds the residual, then normalises the "
+                                             "sum with the norm given", answer)),
+                    f"{name_of(fn)} with embed_dim {embed_dim}")
     passed(name_of(fn), "two encoder layers with random LayerNorm weights")
 
 
+# torch's LayerNorm, the very function the check compares with.
+@exercise(F.layer_norm, torch.layer_norm, torch.native_layer_norm, torch.nn.LayerNorm)
 def layer_norm(fn: Callable) -> None:
     """Exercise: LayerNorm by hand, checked against torch.nn.functional.layer_norm."""
     cases = [((2, 5, 6), 1e-5), ((3, 4, 8), 0.1), ((1, 1, 16), 1e-5)]  # (shape, eps)
@@ -111,19 +147,24 @@ def layer_norm(fn: Callable) -> None:
         variance = centred.pow(2).mean(-1, keepdim=True)  # biased: divided by n
         across_batch = (x - x.mean(0, keepdim=True)) / (x.var(0, keepdim=True, unbiased=False)
                                                         + eps).sqrt()
+        answer = ("(x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, keepdim=True, "
+                  "unbiased=False) + eps) * weight + bias")
         mistakes = {
-            "the variance is unbiased (divided by n - 1): LayerNorm divides by n, "
-            "x.var(dim=-1, unbiased=False)":
+            Cause("the variance is unbiased (divided by n - 1): LayerNorm divides by n",
+                  f"x.var(dim=-1, unbiased=False): {answer}"):
                 centred / (x.var(-1, keepdim=True) + eps).sqrt() * weight + bias,
-            "eps is added outside the square root: divide by sqrt(var + eps)":
+            Cause("eps is added outside the square root", f"divide by sqrt(var + eps): {answer}"):
                 centred / (variance.sqrt() + eps) * weight + bias,
-            "the result is not scaled by weight and shifted by bias":
-                centred / (variance + eps).sqrt(),
-            "the statistics come from the wrong dimension: normalise each position over its "
-            "features, the last dimension (dim=-1)": across_batch * weight + bias,
+            Cause("the result is not scaled by weight and shifted by bias",
+                  f"end with * weight + bias: {answer}"): centred / (variance + eps).sqrt(),
+            Cause("the statistics come from the wrong dimension: each position is normalised "
+                  "over its own features", f"the last dimension, dim=-1: {answer}"):
+                across_batch * weight + bias,
         }
         expected = F.layer_norm(x, shape[-1:], weight, bias, eps)
         fail_on(properties.compare(fn(x, weight, bias, eps), expected, "F.layer_norm", mistakes,
-                                    atol=1e-4),
-                 f"{name_of(fn)} on {shape} with eps={eps}")
+                                   Cause("each position is not normalised over its features, then "
+                                         "scaled by weight and shifted by bias", answer),
+                                   atol=1e-4),
+                f"{name_of(fn)} on {shape} with eps={eps}")
     passed(name_of(fn), "three shapes, with a large eps to show where it goes")

@@ -1,7 +1,7 @@
 """Properties of what stages 04 and 05 add: sinusoidal positions, and layers stacked.
 
 Written like `toolkit.checkers.properties`: each function returns None when its property
-holds, or one sentence that says what is wrong, shown to the tests and the learner alike.
+holds, or a `Hint` (symptom, cause, fix), shown to the tests and the learner alike.
 """
 
 import inspect
@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from toolkit.checkers.properties import Problem, compare, tensor_problem
+from toolkit.checkers.verdicts import Cause, Hint
 
 # --- positions ------------------------------------------------------------------------
 
@@ -44,19 +45,24 @@ def rotation_matrix(k: int, embed_dim: int) -> torch.Tensor:
 
 def encoding_problem(encoding: object, max_len: int, embed_dim: int) -> Problem:
     """Only the closed form catches wrong frequencies: the shift property holds for any (bug 8)."""
+    formula = ("PE[pos, 2i] = sin(pos / 10000^(2i/d)) and PE[pos, 2i+1] = cos of the same angle: "
+               "encoding[:, 0::2] = torch.sin(angle), encoding[:, 1::2] = torch.cos(angle)")
     return compare(encoding, sinusoids(max_len, embed_dim), "the paper's sin/cos formula", {
-        "the exponent is doubled: torch.arange(0, embed_dim, 2) already gives 2i, so the "
-        "exponent is that divided by embed_dim, not twice it (bug 8)":
+        Cause("the exponent is doubled: torch.arange(0, embed_dim, 2) already gives 2i (bug 8)",
+              "divide that by embed_dim, not twice it: "
+              "10000 ** (torch.arange(0, embed_dim, 2) / embed_dim)"):
             sinusoids(max_len, embed_dim, exponent=2.0),
-        "sin and cos are swapped: sin goes on the even dimensions 0, 2, 4, ..., cos on the "
-        "odd ones":
+        Cause("sin and cos are swapped",
+              "sin goes on the even dimensions 0, 2, 4, ..., cos on the odd ones"):
             sinusoids(max_len, embed_dim, swap=True),
-        "each cos uses the exponent of its own dimension, (2i+1)/d: the dimensions 2i and "
-        "2i+1 share one angle, pos / 10000^(2i/d) (bug 8)":
+        Cause("each cos uses the exponent of its own dimension, (2i+1)/d (bug 8)",
+              "the dimensions 2i and 2i+1 share one angle, pos / 10000^(2i/d)"):
             sinusoids(max_len, embed_dim, cos_shift=0.5),
-        "the sines fill the first half and the cosines the second: interleave them, sin on even "
-        "dimensions and cos on odd ones": sinusoids(max_len, embed_dim, interleave=False),
-    })
+        Cause("the sines fill the first half and the cosines the second",
+              "interleave them, sin on even dimensions and cos on odd ones: "
+              "encoding[:, 0::2] = sin, encoding[:, 1::2] = cos"):
+            sinusoids(max_len, embed_dim, interleave=False),
+    }, Cause("the values are not the paper's sinusoids", formula))
 
 
 def shift_problem(rotation: object, encoding: torch.Tensor, k: int, atol: float = 1e-4) -> Problem:
@@ -66,13 +72,15 @@ def shift_problem(rotation: object, encoding: torch.Tensor, k: int, atol: float 
         return problem
     rotation = rotation.to(encoding.dtype)
     shifted = encoding[:-k] @ rotation.T  # (positions, embed_dim): M_k @ PE[pos] for each pos
+    block = ("one 2x2 block [[cos, sin], [-sin, cos]] of the angle k·ω_i per (sin, cos) pair, "
+             "ω_i = 1 / 10000^(2i/d), on the diagonal")
     if torch.allclose(encoding[k:] @ rotation.T, encoding[:-k], atol=atol):
-        return (f"M_{k} takes PE[pos + {k}] back to PE[pos]: it rotates the wrong way. Swap "
-                f"the signs of the sines in each 2x2 block")
+        return Hint(f"M_{k} takes PE[pos + {k}] back to PE[pos]", "it rotates the wrong way",
+                    f"swap the signs of the sines in each 2x2 block: {block}")
     return compare(shifted, encoding[k:], f"PE[pos + {k}]", {
-        f"M_{k} @ PE[pos] is PE[pos]: each 2x2 block must rotate by the angle k·ω_i":
-            encoding[:-k],
-    }, atol=atol)
+        Cause("M_k @ PE[pos] is PE[pos] itself: nothing rotates",
+              f"each 2x2 block must rotate by the angle k·ω_i: {block}"): encoding[:-k],
+    }, Cause("M_k is not the rotation that moves every position k places on", block), atol=atol)
 
 
 # --- layers ------------------------------------------------------------------------------
@@ -109,18 +117,25 @@ def recording(layers: Sequence[nn.Module]) -> Iterator[list[list[Call]]]:
             handle.remove()
 
 
+STACKED = ("for layer in encoder_layers: x = layer(x, src_padding); then for layer in "
+           "decoder_layers: y = layer(y, x, src_padding, future)")
+
+
 def stacking_problem(encoder_calls: list[list[Call]], decoder_calls: list[list[Call]]) -> Problem:
     """Each layer runs once on the output of the one below; every decoder layer reads the
     *final* encoder output as its memory (the second argument of a decoder layer)."""
     for side, calls in (("encoder", encoder_calls), ("decoder", decoder_calls)):
         for index, seen in enumerate(calls):
             if len(seen) != 1:
-                return f"{side} layer {index} ran {len(seen)} times: run each layer exactly once"
+                return Hint(f"{side} layer {index} ran {len(seen)} times",
+                            "each layer of a stack runs exactly once, in order", STACKED)
         for index in range(1, len(calls)):
             (below,), (this,) = calls[index - 1], calls[index]
             if not torch.equal(this.args[0], below.output):
-                return (f"{side} layer {index} did not receive the output of {side} layer "
-                        f"{index - 1}: each layer reads the one below it")
+                return Hint(f"{side} layer {index} did not receive the output of {side} layer "
+                            f"{index - 1}",
+                            "each layer reads the output of the one below it, not the stack's "
+                            "input", f"keep the output for the next layer: {STACKED}")
     outputs = [call.output for (call,) in encoder_calls]
     for index, (call,) in enumerate(decoder_calls):
         memory = call.args[1]
@@ -128,8 +143,11 @@ def stacking_problem(encoder_calls: list[list[Call]], decoder_calls: list[list[C
             continue
         same = [i for i, output in enumerate(outputs) if torch.equal(memory, output)]
         source = f"the output of encoder layer {same[0]}" if same else "something else"
-        return (f"decoder layer {index} reads {source} as its memory: every decoder layer "
-                f"attends to the final encoder output (layer {len(outputs) - 1})")
+        return Hint(f"decoder layer {index} reads {source} as its memory, not that of the "
+                    f"last encoder layer, {len(outputs) - 1}",
+                    "every decoder layer attends to the final encoder output, as in the paper",
+                    f"run the whole encoder first, then give its last output to every decoder "
+                    f"layer: {STACKED}")
     return None
 
 
@@ -137,6 +155,9 @@ def stacking_masks_problem(encoder_calls: list[list[Call]], decoder_calls: list[
                            padding: torch.Tensor, future: torch.Tensor) -> Problem:
     """Every layer gets the masks it was given: a layer handed no padding mask lets its queries
     read <pad> (bug 2), one handed no causal mask lets the decoder read the future (bug 4)."""
+    why = {"source padding": "a layer without the padding mask lets its queries read <pad> "
+                             "(bug 2)",
+           "causal": "a decoder layer without the causal mask reads the future (bug 4)"}
     expected = (("encoder", encoder_calls, {1: ("source padding", padding)}),
                 ("decoder", decoder_calls, {2: ("source padding", padding), 3: ("causal", future)}))
     for side, calls, masks in expected:
@@ -144,6 +165,7 @@ def stacking_masks_problem(encoder_calls: list[list[Call]], decoder_calls: list[
             for position, (name, mask) in masks.items():
                 given = call.args[position] if len(call.args) > position else None
                 if not (isinstance(given, torch.Tensor) and torch.equal(given, mask)):
-                    return (f"{side} layer {index} did not get the {name} mask the stack was "
-                            f"given: pass each mask on to every layer unchanged")
+                    return Hint(f"{side} layer {index} did not get the {name} mask the stack "
+                                f"was given", why[name],
+                                f"pass each mask on to every layer unchanged: {STACKED}")
     return None

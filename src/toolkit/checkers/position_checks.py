@@ -7,10 +7,12 @@ import torch
 
 from stages import stage04_positional_encoding as stage04
 from toolkit.checkers import layer_properties, properties
-from toolkit.checkers.verdicts import NotYet, fail_on, name_of, passed
+from toolkit.checkers.verdicts import Hint, exercise, fail_on, in_every_stage, name_of, passed
 from toolkit.text.vocab import PAD_ID
 
 
+# Every stage's sinusoids, and the closed form the check compares with.
+@exercise(*in_every_stage("PositionalEncoding"), layer_properties.sinusoids)
 def encoding(fn: Callable[[int, int], torch.Tensor]) -> None:
     """Exercise: the sinusoidal encoding, compared with the paper's closed form."""
     sizes = [(60, 32), (10, 4), (128, 64)]  # (max_len, embed_dim)
@@ -20,6 +22,9 @@ def encoding(fn: Callable[[int, int], torch.Tensor]) -> None:
     passed(name_of(fn), f"{len(sizes)} sizes, up to 128 positions and 64 dimensions")
 
 
+# The matrix the check knows. Solving for M_k from a table of encodings is allowed: that
+# is a way to find it, not a copy of it.
+@exercise(layer_properties.rotation_matrix)
 def rotation(fn: Callable[[int, int], torch.Tensor]) -> None:
     """Exercise: the matrix M_k with PE[pos + k] = M_k @ PE[pos] for every position."""
     cases = [(1, 16), (5, 16), (20, 8)]  # (k, embed_dim)
@@ -34,6 +39,11 @@ def rotation(fn: Callable[[int, int], torch.Tensor]) -> None:
 STREAMS = torch.tensor([[4, 9, 7, 3, 2, 8, 11, 3], [6, 3, PAD_ID, PAD_ID, 2, 9, 3, PAD_ID]])
 
 
+POSITIONS = ("((stream != PAD_ID).cumsum(dim=1) - 1).clamp(min=0): a running count of the "
+             "sentence's real tokens")
+
+
+@exercise()  # stage 08 counts positions inline, in Transformer.language_model
 def stream_positions(fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
     """Exercise: each token's place in its own sentence, padding inside the stream skipped."""
     for stream in (STREAMS, STREAMS[:1], STREAMS[1:]):
@@ -46,9 +56,11 @@ def stream_positions(fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
         if wrong.any():
             row, column = (int(i) for i in wrong.nonzero()[0])
             counted = torch.arange(stream.size(1)).expand_as(stream)
-            why = (": that counts the padding before it, so a sentence's positions would "
-                   "depend on its neighbours'" if torch.equal(got[words], counted[words]) else "")
-            raise NotYet(f"{case}: the token in row {row}, column {column} is word "
+            why = ("it counts the padding before a token, so a sentence's positions would "
+                   "depend on its neighbours'" if torch.equal(got[words], counted[words]) else
+                   "a token's position counts the real tokens before it in its own sentence")
+            fail_on(Hint(f"the token in row {row}, column {column} is word "
                          f"{int(expected[row, column])} of its sentence (counting from 0), got "
-                         f"{int(got[row, column])}{why}")
+                         f"{int(got[row, column])}", why,
+                         f"count only the real tokens: {POSITIONS}"), case)
     passed(name_of(fn), "streams with and without padding inside")
