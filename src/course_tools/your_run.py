@@ -18,20 +18,22 @@ PRINTED = {"train_loss": "training loss", "validation_loss": "validation loss",
            "exact_match": "exact match", "bleu": "BLEU", "per_phenomenon": "the phenomena"}
 
 
-def beside_the_ladder(live: Rung, committed: Rung) -> str:
-    """One sentence on whether this run gave the ladder's seed-0 figures, as printed."""
+def beside_the_ladder(live: Rung, committed: Rung, results: str = "ladder") -> str:
+    """One sentence on whether this run gave its committed row's figures, as printed: a
+    rung of the ladder, or (`results="ablation"`) a row of the ablation."""
     if staleness.is_stale(committed):
-        return ("The course's code changed after the ladder below was trained, so its rows may "
-                "not be this code's; your run is.")
+        return (f"The course's code changed after the {results}'s runs were trained, so their "
+                f"rows may not be this code's; your run is.")
     like_yours = ladder.on_platform(committed, live.platform) or committed
     differ = [PRINTED[name] for name, _, _ in ladder.differences(live, like_yours)
               if name in PRINTED]
     if not differ:
-        return "Your run gave the ladder's seed-0 figures, digit for digit as printed."
-    return (f"Your run differs from the ladder's seed-0 run in {', '.join(differ)}: another "
-            "kind of CPU, another thread count or another PyTorch rounds the same sums "
-            "differently, and training grows the difference. The spread over seeds below shows "
-            "how far runs of one stage differ anyway.")
+        return (f"Your run gave the {results}'s seed-{committed.seed} figures, digit for digit "
+                f"as printed.")
+    return (f"Your run differs from the {results}'s seed-{committed.seed} run in "
+            f"{', '.join(differ)}: another kind of CPU, another thread count or another PyTorch "
+            "rounds the same sums differently, and training grows the difference. The spread "
+            "over seeds shows how far runs of one setting differ anyway.")
 
 
 def table(runs: list[Rung], live: Rung, up_to: int) -> pd.DataFrame:
