@@ -16,12 +16,15 @@ from course_tools.answer_leaks import (
 )
 from course_tools.student import (
     CHECK,
+    NOTE_ID,
+    SHOW_ID,
     SOLUTION,
     SPOILER,
     STUB,
     TEACHER,
     ExerciseLayoutError,
     defined_names,
+    source,
     student_version,
     tags,
     write_student_notebooks,
@@ -71,7 +74,7 @@ def test_the_student_version_keeps_stubs_and_checks_and_drops_answers_and_output
     shown = [cell for cell in notebook["cells"]
              if SOLUTION not in tags(cell) and TEACHER not in tags(cell)]
     assert kept == [cell["id"] for cell in shown if SPOILER not in tags(cell)] + [
-        "after-the-exercises", *(cell["id"] for cell in shown if SPOILER in tags(cell))]
+        NOTE_ID, SHOW_ID, *(cell["id"] for cell in shown if SPOILER in tags(cell))]
     assert all(cell.get("outputs", []) == [] and cell.get("execution_count") is None
                for cell in student["cells"])
     assert sum(STUB in tags(cell) for cell in student["cells"]) >= 2
@@ -131,10 +134,16 @@ def test_no_answer_shows_before_its_exercise_in_the_student_notebooks():
         assert len(answers) >= 20, f"{path.name}: the answers' fragments were not found"
         student = student_version(notebook, path.name)["cells"]
         assert leaks(answers, shown_before_the_checks(student, as_run)) == {}, path.name
-        early[path.name] = leaks(answers, shown_before_the_checks(notebook["cells"], as_run))
+        early[path.name] = {notebook["cells"][i]["id"]: tags(notebook["cells"][i]) for i in
+                            leaks(answers, shown_before_the_checks(notebook["cells"], as_run))}
     # The scan finds what a student would: stage 03's diff holds the causal mask's answer.
-    assert "return torch . ones ( length , length , dtype" in early["03_masking.ipynb"][4]
-    assert sum(map(len, early.values())) == 6, early  # the cells tagged spoiler
+    masking = json.loads(TAUGHT[3].read_text())["cells"]
+    answers = answer_fragments(masking)
+    assert "return torch . ones ( length , length , dtype" in leaks(
+        answers, shown_before_the_checks(masking, as_run))[4]
+    # Every cell that shows an answer early is one the student edition moves: tagged spoiler.
+    assert sum(map(len, early.values())) >= 4, early
+    assert all(SPOILER in tagged for cells in early.values() for tagged in cells.values()), early
 
 
 STAGE_CODE = re.compile(r"stage_diff\(|Code\(filename=stage")
@@ -168,4 +177,62 @@ def test_a_spoiler_that_later_cells_need_is_refused_by_name():
     with pytest.raises(ExerciseLayoutError, match="c2.*changes stream, which it reads"):
         student_version(spoiler_case("print(stream)", "x = 1", "stream = 2"), "x.ipynb")
     moved = student_version(spoiler_case("shift = 5", "shift = 6\nprint(shift)"), "x.ipynb")
-    assert [cell["id"] for cell in moved["cells"]] == ["c1", "after-the-exercises", "c0"]
+    assert [cell["id"] for cell in moved["cells"]] == ["c1", NOTE_ID, SHOW_ID, "c0"]
+
+
+def run_cells(cells: list[dict], namespace: dict) -> list:
+    """Run code cells as a kernel would, in one namespace; return what they displayed."""
+    shown: list = []
+    namespace["display"] = shown.append
+    namespace["print"] = lambda *values: shown.append(" ".join(map(str, values)))
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            exec(compile(source(cell), cell["id"], "exec"), namespace)
+    return shown
+
+
+def test_a_moved_spoiler_runs_nothing_by_default_and_runs_when_asked():
+    """Run All (or `jupyter nbconvert --execute`) shows no spoiler; the student sets
+    show_answers = True, reruns, and sees each one as the teacher's edition shows it."""
+    notebook = spoiler_case("answer = 6 * 7\nanswer", "x = 1", "print('after', x)")
+    notebook["cells"].insert(1, {**notebook["cells"][0], "id": "c0b",
+                                 "source": ["print(f'the answer is {answer}')"]})
+    student = student_version(notebook, "x.ipynb")["cells"]
+    assert [cell["id"] for cell in student] == ["c1", "c2", NOTE_ID, SHOW_ID, "c0", "c0b"]
+    switch = source(student[3])
+    assert switch.startswith("show_answers = False  #") and "set True" in switch
+    assert source(student[4]) == "if show_answers:\n    answer = 6 * 7\n    display(answer)"
+    namespace: dict = {}
+    assert run_cells(student, namespace) == ["after 1"] and "answer" not in namespace
+    namespace["show_answers"] = True  # as the student's edit of the switch does
+    assert run_cells(student[4:], namespace) == [42, "the answer is 42"]
+    with pytest.raises(ExerciseLayoutError, match="would change"):  # a string over lines
+        student_version(spoiler_case('text = """a\nb"""', "x = 1"), "x.ipynb")
+    assert student_version(student_version(notebook, "x.ipynb"), "x.ipynb")["cells"] == student
+
+
+@pytest.mark.parametrize("path", [path for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
+                                  if any(SPOILER in tags(cell) for cell in cells(path))],
+                         ids=lambda path: path.name)
+def test_every_moved_code_cell_waits_for_show_answers_and_runs_the_teachers_code(path):
+    """In the notebooks the class gets; the site's student edition, which is read and never
+    run, keeps them as they ran."""
+    teacher = {cell["id"]: cell for cell in cells(path)}
+    student = student_version(json.loads(path.read_text()), path.name)["cells"]
+    start = [cell["id"] for cell in student].index(SHOW_ID)
+    assert source(student[start]).startswith("show_answers = False")
+    for cell in student[start + 1:]:
+        assert SPOILER in tags(cell), cell["id"]
+        if cell["cell_type"] != "code":
+            continue
+        gate = ast.parse(source(cell)).body
+        assert len(gate) == 1 and ast.unparse(gate[0].test) == "show_answers", cell["id"]
+        original = ast.parse(source(teacher[cell["id"]])).body
+        if isinstance(original[-1], ast.Expr) and not ast.unparse(original[-1]).startswith(
+                "print("):
+            original[-1] = ast.parse(f"display({ast.unparse(original[-1])})").body[0]
+        assert ast.dump(ast.Module(gate[0].body, [])) == ast.dump(ast.Module(original, []))
+    site = student_version(json.loads(path.read_text()), path.name, keep_outputs=True)["cells"]
+    assert SHOW_ID not in [cell["id"] for cell in site]
+    assert all(source(cell) == source(teacher[cell["id"]]) for cell in site
+               if cell["id"] in teacher)

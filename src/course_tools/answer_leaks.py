@@ -10,9 +10,14 @@ apostrophe of "stage's") starts no string, so prose is read word by word.
 
 In a notebook, `as_run` adds what a `stage_diff(a, b)` call shows; other outputs (notebook
 01 prints its whole stage module) are read on the executed site's pages (tests/site).
+
+The student kit's other files (its library, assets, course.py, READMEs) are scanned too, for
+every notebook's answers (`kit_leaks`), but for `DECLARED`: the few files that hold answers
+on purpose, each with its reason, which the kit's README (docs/students.md) gives as well.
 """
 
 import re
+from collections.abc import Iterable
 
 from course_tools.student import CHECK, SOLUTION, STUB, source, tags
 from toolkit.figures.stagediff import stage_diff
@@ -73,4 +78,45 @@ def leaks(answers: set[Fragment], texts: list[tuple[int, str]]) -> dict[int, lis
     for i, text in texts:
         if hits := answers & fragments(text):
             found[i] = sorted(" ".join(hit) for hit in hits)
+    return found
+
+
+# The kit's files that hold exercises' answers on purpose, by path (a folder ends with /),
+# each with its reason; the kit's README says the same to the student. Short on purpose:
+# anything else in the kit that holds an answer is a leak.
+DECLARED = {
+    "src/stages/": "the course's model, stage by stage: the notebooks import it, and some "
+                   "exercises ask for a piece of it, to be written without looking",
+    "src/toolkit/batching/batches.py": "notebook 00's pad_batch: every later notebook's "
+                                       "batches are padded by it",
+    "src/toolkit/checkers/": "each check compares an answer with a reference of its own, on "
+                             "cases of its own (the masks, the rotation, the positions...)",
+    "src/toolkit/search/sampling.py": "notebook 14's nucleus sampling: its German model and "
+                                      "the Try-it page sample with it",
+    "src/course_tools/mutations.py": "the bugs notebook 09 plants, each as the edit that plants "
+                                     "it, as the notebook shows them",
+    "assets/mutants.json": "the table notebook 09 prints: the first test that fails on each "
+                           "bug, which its first exercise asks for",
+}
+
+
+def declared(name: str) -> bool:
+    return any(name == path or path.endswith("/") and name.startswith(path)
+               for path in DECLARED)
+
+
+def kit_leaks(files: dict[str, bytes], answers: Iterable[set[Fragment]]) -> dict[str, list[str]]:
+    """Per kit file (by its path in the kit) but the notebooks and the declared ones, the
+    answers' fragments it holds, each written as one line. Binary files are left out."""
+    every = set().union(*answers)
+    found = {}
+    for name, content in sorted(files.items()):
+        if name.startswith("notebooks/") or declared(name):
+            continue
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:  # a checkpoint, a picture
+            continue
+        if hits := every & fragments(text):
+            found[name] = sorted(" ".join(hit) for hit in hits)
     return found

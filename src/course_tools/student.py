@@ -5,7 +5,9 @@ one possible answer (tag `solution`) and a check cell (tag `check`), and CI runs
 end, so every answer is known to pass its check. Text that speaks of those answers sits in
 cells tagged `teacher`, which the student version leaves out too. A cell that shows an
 answer before its exercise (a stage's diff, a demonstration; tag `spoiler`) moves to the end
-of the student version, after the exercises.
+of the student version, after the exercises, and runs only when the student asks: its code
+sits under `if show_answers:`, which one cell there sets to False (Run All, or `jupyter
+nbconvert --execute`, then shows nothing of it).
 
 `python -m course_tools.student` (what `make student` runs) writes the copies a class gets
 to student/; they are never committed. A copy that already exists is kept, since it may hold
@@ -30,6 +32,18 @@ AFTER_EXERCISES = """## After the exercises
 The cells below show code that answers some of the exercises above (a stage's own code, or
 a demonstration), so they come after them: run them once yours pass their checks.
 """
+# In a notebook to work in, the moved cells run only when asked (`show_answers`).
+ASKED = "show_answers"
+SHOW_ID = "show-answers"
+AFTER_EXERCISES_ASKED = f"""## After the exercises
+
+The cells below show code that answers some of the exercises above (a stage's own code, or
+a demonstration), so they come after them, and they run only when you ask: each one's code
+sits under `if {ASKED}:`, and the next cell sets `{ASKED} = False`, so Run All shows
+nothing of them. Once your checks pass, change it to `{ASKED} = True`, click that cell and
+choose Run > Run Selected Cell and All Below.
+"""
+SHOW_ANSWERS = f"{ASKED} = False  # set True once your checks pass, then run the cells below\n"
 
 
 class ExerciseLayoutError(ValueError):
@@ -76,13 +90,16 @@ def read_names(cell: dict) -> set[str]:
     return loaded - assigned_names(cell)
 
 
-def spoilers_last(cells: list[dict], name: str) -> list[dict]:
+def spoilers_last(cells: list[dict], name: str, asked: bool = False) -> list[dict]:
     """Move the cells tagged `spoiler` to the end, after a note, once sure that the cells
     they would then follow neither read a name they define nor change one they read: run
     top to bottom, the notebook still works, and the moved cells read the names they read
-    before (what a cell changes in place, or the random state, is not checked)."""
+    before (what a cell changes in place, or the random state, is not checked).
+
+    `asked`: each moved code cell runs only when the student asks (`when_asked`), and a cell
+    after the note sets `show_answers = False`."""
     moved = [cell for cell in cells if SPOILER in tags(cell)]
-    if not moved or cells[-len(moved) - 1].get("id") == NOTE_ID:  # none, or moved already
+    if not moved or any(cell.get("id") == NOTE_ID for cell in cells):  # none, or moved already
         return cells
     for i, cell in enumerate(cells):
         if SPOILER not in tags(cell):
@@ -101,8 +118,50 @@ def spoilers_last(cells: list[dict], name: str) -> list[dict]:
                 f"{other.get('id')!r} after it {problem}: the student edition moves it to "
                 "the end, after the exercises, where that would break")
     note = {"cell_type": "markdown", "id": NOTE_ID, "metadata": {},
-            "source": AFTER_EXERCISES.splitlines(keepends=True)}
-    return [cell for cell in cells if SPOILER not in tags(cell)] + [note, *moved]
+            "source": (AFTER_EXERCISES_ASKED if asked else AFTER_EXERCISES).splitlines(
+                keepends=True)}
+    kept = [cell for cell in cells if SPOILER not in tags(cell)]
+    if not asked:
+        return [*kept, note, *moved]
+    switch = {"cell_type": "code", "id": SHOW_ID, "metadata": {}, "execution_count": None,
+              "outputs": [], "source": [SHOW_ANSWERS]}
+    return [*kept, note, switch, *(when_asked(cell, name) for cell in moved)]
+
+
+def _shows_nothing(call: ast.expr) -> bool:
+    """A last line such as `print(...)` or `plt.show()`, whose value (None) Jupyter would
+    not show."""
+    function = call.func if isinstance(call, ast.Call) else None
+    return (isinstance(function, ast.Name) and function.id in ("print", "display")
+            or isinstance(function, ast.Attribute) and function.attr == "show")
+
+
+def when_asked(cell: dict, name: str) -> dict:
+    """A code cell that runs only when `show_answers` is true: its code indented under
+    `if show_answers:`, its last expression passed to `display`, as Jupyter shows a cell's
+    last value. Refused if indenting would change what the code does (a string that spans
+    lines)."""
+    text = source(cell)
+    tree = ast.parse(text) if cell["cell_type"] == "code" else None
+    if tree is None or not tree.body:
+        return cell
+    lines = [line.encode() for line in text.splitlines()]  # ast's columns count bytes
+    last = tree.body[-1]
+    if isinstance(last, ast.Expr) and not _shows_nothing(last.value):
+        first, end = last.lineno - 1, last.end_lineno - 1
+        lines[end] = lines[end][:last.end_col_offset] + b")" + lines[end][last.end_col_offset:]
+        lines[first] = lines[first][:last.col_offset] + b"display(" + lines[first][
+            last.col_offset:]
+        tree.body[-1] = ast.Expr(ast.Call(ast.Name("display", ast.Load()), [last.value], []))
+    gated = f"if {ASKED}:\n" + "".join(f"    {line.decode()}\n" if line.strip() else "\n"
+                                        for line in lines).rstrip("\n")
+    same = ast.parse(gated).body[0]
+    if ast.dump(ast.Module(same.body, [])) != ast.dump(ast.Module(tree.body, [])):
+        raise ExerciseLayoutError(
+            f"{name}: cell {cell.get('id')!r} is tagged {SPOILER!r}, but indented under "
+            f"`if {ASKED}:` its code would change (a string that spans lines?)")
+    return {**cell, "source": gated.splitlines(keepends=True), "outputs": [],
+            "execution_count": None}
 
 
 def student_version(notebook: dict, name: str, keep_outputs: bool = False) -> dict:
@@ -110,8 +169,10 @@ def student_version(notebook: dict, name: str, keep_outputs: bool = False) -> di
     and each cell that speaks of the answers (tag `teacher`); move those that show one
     (tag `spoiler`) after the exercises.
 
-    A notebook to work in has every output cleared; one to read (`keep_outputs`, the site's
-    student edition) keeps them, except the checks', which would show the answers passing.
+    A notebook to work in has every output cleared, and its moved cells run only when the
+    student asks (`when_asked`); one to read (`keep_outputs`, the site's student edition)
+    keeps them as they ran, and every output but the checks', which would show the answers
+    passing.
     """
     cells: list[dict] = []
     for cell in notebook["cells"]:
@@ -130,7 +191,7 @@ def student_version(notebook: dict, name: str, keep_outputs: bool = False) -> di
         if cell["cell_type"] == "code" and (not keep_outputs or CHECK in tags(cell)):
             cell["outputs"], cell["execution_count"] = [], None
         cells.append(cell)
-    return {**notebook, "cells": spoilers_last(cells, name)}
+    return {**notebook, "cells": spoilers_last(cells, name, asked=not keep_outputs)}
 
 
 def write_student_notebooks(source: Path = NOTEBOOKS, target: Path = STUDENT,

@@ -6,13 +6,19 @@ but the teacher's: the notebooks are the student versions, the README is the stu
 (docs/students.md; the course's own README, which the notebooks cite, is COURSE_README.md),
 and the tests, the teacher's guide, the CI scripts and the maintainer's pages stay out. The
 stage modules stay in, since the notebooks import them: they are the course's code, and
-some exercises ask for what they hold, to be written without looking. `make student-kit`
-(what runs this) writes build/student-kit/transformer-course.zip, from a git clone.
+some exercises ask for what they hold, to be written without looking (the few other files
+that hold answers on purpose: course_tools.answer_leaks.DECLARED). A relative link in a
+notebook or a README that would lead nowhere in the kit (to docs/maintaining.md, say, or a
+page of the course site) becomes its text, followed by where it is: "(in the course
+repository)" or "(on the course site)". `make student-kit` (what runs this) writes
+build/student-kit/transformer-course.zip, from a git clone.
 """
 
 import argparse
 import io
 import json
+import posixpath
+import re
 import subprocess
 import sys
 import zipfile
@@ -27,6 +33,9 @@ GUIDE = "docs/students.md"
 COURSE_README = "COURSE_README.md"  # the repository's README, which the notebooks cite
 # The teacher's: the answers (notebooks, replaced; tests), the guides, CI and maintenance.
 LEFT_OUT = ("notebooks/", "tests/", "docs/", ".ci/", "Makefile", "README.md", ".gitignore")
+# A markdown link or picture: [text](target) or ![text](target).
+LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+IN_THE_REPOSITORY, ON_THE_SITE = "in the course repository", "on the course site"
 
 
 def tracked_files(root: Path = PROJECT_ROOT) -> list[str]:
@@ -39,16 +48,55 @@ def tracked_files(root: Path = PROJECT_ROOT) -> list[str]:
     return sorted(name for name in listed.split("\0") if name)
 
 
+def in_the_kit(name: str) -> str:
+    """Where a file of the repository is in the kit (its two READMEs trade places)."""
+    return {GUIDE: "README.md", "README.md": COURSE_README}.get(name, name)
+
+
+def kit_links(text: str, origin: str, held: set[str], root: Path = PROJECT_ROOT) -> str:
+    """`text`, read from the repository's file `origin`, with each relative link made to lead
+    where it leads in the kit, whose files are `held`: a link to a file the kit holds under
+    another name (the students' guide is its README) follows it, and one to what the kit
+    does not hold becomes its text and where it is."""
+    folder = posixpath.dirname(origin)
+    kit_folder = posixpath.dirname(in_the_kit(origin))
+
+    def one(link: re.Match) -> str:
+        picture, words, target = link.groups()
+        path, hash_, anchor = target.partition("#")
+        if not path or re.match(r"[a-z][a-z+.-]*:", path) or path.startswith("/"):
+            return link.group(0)  # an anchor in the same page, an address, an absolute path
+        linked = posixpath.normpath(posixpath.join(folder, path))
+        name = in_the_kit(linked)
+        if name in held or any(other.startswith(f"{name}/") for other in held):
+            moved = posixpath.relpath(name, kit_folder or ".")
+            return f"{picture}[{words}]({moved}{hash_}{anchor})"
+        where = IN_THE_REPOSITORY if (root / linked).exists() else ON_THE_SITE
+        if where.split()[-1] in link.string[max(0, link.start() - 60):link.start()]:
+            return words  # the text says where already: "On the course site, the [Try it..."
+        return f"*{words}* (a picture {where})" if picture else f"{words} ({where})"
+
+    return LINK.sub(one, text)
+
+
 def kit_files(root: Path = PROJECT_ROOT) -> dict[str, bytes]:
     """Each file of the kit by its path in the zip."""
     files = {name: (root / name).read_bytes() for name in tracked_files(root)
              if not name.startswith(LEFT_OUT)}
-    for path in sorted((root / "notebooks").glob("*.ipynb")):
-        notebook = student_version(json.loads(path.read_text(encoding="utf-8")), path.name)
+    notebooks = {f"notebooks/{path.name}": student_version(
+        json.loads(path.read_text(encoding="utf-8")), path.name)
+        for path in sorted((root / "notebooks").glob("*.ipynb"))}
+    held = {*files, *notebooks, "README.md", COURSE_README}
+    for name, notebook in notebooks.items():
+        for cell in notebook["cells"]:
+            if cell["cell_type"] == "markdown":
+                text = "".join(cell["source"])
+                cell["source"] = kit_links(text, name, held, root).splitlines(keepends=True)
         text = json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
-        files[f"notebooks/{path.name}"] = text.encode()
-    files["README.md"] = (root / GUIDE).read_bytes()
-    files[COURSE_README] = (root / "README.md").read_bytes()
+        files[name] = text.encode()
+    for origin in (GUIDE, "README.md"):
+        text = (root / origin).read_text(encoding="utf-8")
+        files[in_the_kit(origin)] = kit_links(text, origin, held, root).encode()
     return {f"{KIT}/{name}": content for name, content in files.items()}
 
 
