@@ -40,7 +40,7 @@ class Attention(nn.Module):
         v = self.v_proj(key_value)  # (batch, kv_len, embed_dim)
         scores = q @ k.transpose(-2, -1)  # (batch, q_len, kv_len)
         # Combine the masks first, then fill once with the most negative finite number:
-        # -inf would turn a fully hidden row into NaN, and adding two fills would overflow.
+        # -inf would turn a fully hidden row into NaN, as would two additive masks of it summed.
         hidden = torch.zeros_like(scores, dtype=torch.bool)  # (batch, q_len, kv_len)
         if key_padding_mask is not None:
             hidden = hidden | key_padding_mask[:, None, :]  # (batch, 1, kv_len): hide keys

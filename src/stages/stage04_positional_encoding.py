@@ -2,8 +2,9 @@
 
 The encoder's attention sees a set, not a sequence: without positions, "the dog sees the cat"
 and "the cat sees the dog" look the same to it, and so to the decoder. Adding a fixed
-sinusoidal vector to each embedding gives every position its own signature, and lets
-relative offsets be read off by a linear map.
+sinusoidal vector to each embedding gives every position its own signature, and makes a
+shift by k positions one linear map, the same at every position: the paper hoped this would
+let attention learn relative offsets (whether training does is another matter).
 """
 
 import math
@@ -42,7 +43,7 @@ class Attention(nn.Module):
         v = self.v_proj(key_value)  # (batch, kv_len, embed_dim)
         scores = q @ k.transpose(-2, -1)  # (batch, q_len, kv_len)
         # Combine the masks first, then fill once with the most negative finite number:
-        # -inf would turn a fully hidden row into NaN, and adding two fills would overflow.
+        # -inf would turn a fully hidden row into NaN, as would two additive masks of it summed.
         hidden = torch.zeros_like(scores, dtype=torch.bool)  # (batch, q_len, kv_len)
         if key_padding_mask is not None:
             hidden = hidden | key_padding_mask[:, None, :]  # (batch, 1, kv_len): hide keys
