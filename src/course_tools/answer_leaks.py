@@ -3,8 +3,8 @@ the prose, wherever a student would read it first.
 
 A leak is a run of `FRAGMENT` code tokens that an answer (a cell tagged `solution`) holds
 and its exercise does not give away (its stub, its statement and its questions do): ten
-tokens are about a line, such as `torch.finfo(scores.dtype).min` or `.triu(diagonal=1)` with
-what surrounds it; common idioms such as `.softmax(dim=-1)` are shorter. Comments are left
+tokens are about a line of code with what surrounds it, a fill value's whole expression say;
+common idioms such as a softmax over the last dimension are shorter. Comments are left
 out, and a string written on one line reads as one token. A quote that follows a letter (the
 apostrophe of "stage's") starts no string, so prose is read word by word.
 
@@ -87,10 +87,12 @@ def leaks(answers: set[Fragment], texts: list[tuple[int, str]]) -> dict[int, lis
 DECLARED = {
     "src/stages/": "the course's model, stage by stage: the notebooks import it, and some "
                    "exercises ask for a piece of it, to be written without looking",
-    "src/toolkit/batching/batches.py": "notebook 00's pad_batch: every later notebook's "
-                                       "batches are padded by it",
+    "src/toolkit/batching/batches.py": "notebook 00's pad_batch, as `pad`: every later "
+                                       "notebook's batches are padded by it",
     "src/toolkit/checkers/": "each check compares an answer with a reference of its own, on "
                              "cases of its own (the masks, the rotation, the positions...)",
+    "src/toolkit/objectives.py": "the losses notebooks 01 to 03 train with, which answer 01's "
+                                 "exercise 2 and 02's exercise 2: the notebooks name them",
     "src/toolkit/search/sampling.py": "notebook 14's nucleus sampling: its German model and "
                                       "the Try-it page sample with it",
     "src/course_tools/mutations.py": "the bugs notebook 09 plants, each as the edit that plants "
