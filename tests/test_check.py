@@ -258,6 +258,7 @@ WRONG = [
     ("encoding", [precomputed(swap=True)], "sin and cos are swapped"),
     ("encoding", [precomputed(cos_shift=0.5)], r"exponent of its own dimension"),
     ("encoding", [precomputed(interleave=False)], "first half"),
+    ("encoding", [precomputed(multiply=True)], r"multiplied by 10000\^\(2i/d\) instead of divided"),
     ("rotation", [lambda k, d: rotation_by_hand(k, d).T], "rotates the wrong way"),
     ("rotation", [lambda k, d: torch.eye(d)], "nothing rotates"),
     ("stack", [stack_unchained], "encoder layer 1 did not receive the output of encoder layer 0"),

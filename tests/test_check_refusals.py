@@ -16,7 +16,7 @@ from stages import stage07_multi_head as stage07
 from stages import stage08_decoder_only as stage08
 from toolkit.batching import encode_target, pad  # as notebook 00 imports them, by name
 from toolkit.checkers import check, verdicts
-from toolkit.checkers.layer_properties import rotation_matrix
+from toolkit.checkers.layer_properties import rotation_matrix, sinusoids
 from toolkit.objectives import sequence_loss
 from toolkit.search.sampling import truncate
 from toolkit.stage_api import count_parameters
@@ -121,19 +121,58 @@ def test_every_refusal_names_a_real_function_or_class():
 
 
 def test_a_legitimate_tool_is_no_refusal(capsys):
-    """torch's pad_sequence is a tool, not the toolkit's answer; and M_k may be solved for
-    from the table of encodings, which finds the rotation rather than copying it."""
+    """torch's pad_sequence is a tool, not the toolkit's answer."""
     def pad_with_torch(sequences):
         return nn.utils.rnn.pad_sequence([torch.tensor(s) for s in sequences], batch_first=True,
                                          padding_value=PAD_ID)
 
-    def solved_rotation(k, embed_dim):
-        table = stage04.PositionalEncoding(embed_dim, max_seq_len=64).encoding.double()
-        return torch.linalg.lstsq(table[:-k], table[k:]).solution.T  # PE[pos + k] = M_k PE[pos]
-
     check.pad_batch(pad_with_torch)
-    check.rotation(solved_rotation)
-    assert capsys.readouterr().out.count("\N{CHECK MARK}") == 2
+    assert capsys.readouterr().out.startswith("\N{CHECK MARK}")
+
+
+# --- M_k in closed form, not fitted -------------------------------------------------------
+
+def table_by_hand(embed_dim, max_len=64):
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angle = position / 10000 ** (torch.arange(0, embed_dim, 2) / embed_dim)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)  # (max_len, embed_dim)
+
+
+def fitted(make_table, solve=lambda a, b: torch.linalg.lstsq(a, b).solution):
+    """M_k fitted to a table of encodings, as notebook 04's least-squares cell does."""
+    def rotation(k, embed_dim):
+        table = make_table(embed_dim)
+        return solve(table[:-k], table[k:]).T  # table[:-k] @ M_k.T = table[k:]
+    return rotation
+
+
+CLOSED_FORM = ("the exercise asks for M_k in closed form, each 2x2 block worked out from the "
+               "angle-addition formulas")
+FITS = [
+    (fitted(lambda d: stage04.PositionalEncoding(d, 64).encoding.double()),
+     "stages.stage04_positional_encoding.PositionalEncoding", "which gives the table"),
+    (fitted(lambda d: stage07.PositionalEncoding(d, 64).encoding.double()),
+     "stages.stage07_multi_head.PositionalEncoding", "which gives the table"),
+    (fitted(lambda d: sinusoids(64, d)), "toolkit.checkers.layer_properties.sinusoids",
+     "which gives the table"),
+    (fitted(table_by_hand), "torch.linalg.lstsq", "which fits M_k to a table"),
+    (fitted(table_by_hand, lambda a, b: torch.linalg.pinv(a) @ b), "torch.linalg.pinv",
+     "which fits M_k to a table"),
+]
+
+
+@pytest.mark.parametrize(("answer", "reference", "reason"), FITS,
+                         ids=["stage04", "stage07", "sinusoids", "lstsq", "pinv"])
+def test_a_rotation_fitted_to_a_table_is_refused(answer, reference, reason, capsys):
+    """The exercise's words: "work out its four entries ... from the angle-addition formulas",
+    "now in closed form"; the fit is the least-squares cell above it. Each would pass."""
+    check.rotation.__wrapped__(answer)  # the checker itself, unguarded
+    assert capsys.readouterr().out.startswith("\N{CHECK MARK}")
+    with pytest.raises(check.NotYet) as caught:
+        check.rotation(answer)
+    message = str(caught.value)
+    assert message.startswith(f"rotation: it calls {reference}, {reason}"), message
+    assert message.endswith(CLOSED_FORM), message
 
 
 def test_the_watch_leaves_a_running_profiler_in_place(capsys):

@@ -33,8 +33,9 @@ def told(checker, *answers) -> str:
     return str(caught.value)
 
 
-def hides_nothing(length):
-    return torch.zeros(length, length, dtype=torch.bool)
+def sees_one_ahead(length):
+    """Each row sees the next position too: the future leaks, by one."""
+    return torch.ones(length, length, dtype=torch.bool).triu(2)
 
 
 def hides_the_diagonal(length):
@@ -48,8 +49,8 @@ def leaks_at_row_2(length):
 
 
 def test_a_mistake_is_told_symptom_then_cause_then_fix():
-    steps = [told(check.causal_mask, hides_nothing) for _ in range(4)]
-    symptom = "hides_nothing(5): row 0 can see position 1"
+    steps = [told(check.causal_mask, sees_one_ahead) for _ in range(4)]
+    symptom = "sees_one_ahead(5): row 0 can see position 1"
     assert steps[0] == symptom + MORE[1]
     assert steps[1] == (f"{symptom}. Why: the mask lets the future through: a position must see "
                         f"none of the positions after it{MORE[2]}")
@@ -59,16 +60,16 @@ def test_a_mistake_is_told_symptom_then_cause_then_fix():
 
 
 def test_a_different_mistake_starts_its_own_count():
-    told(check.causal_mask, hides_nothing)
-    assert "Why:" in told(check.causal_mask, hides_nothing)
+    told(check.causal_mask, sees_one_ahead)
+    assert "Why:" in told(check.causal_mask, sees_one_ahead)
     assert told(check.causal_mask, hides_the_diagonal).endswith(MORE[1])
-    assert "Fix:" in told(check.causal_mask, hides_nothing)
+    assert "Fix:" in told(check.causal_mask, sees_one_ahead)
 
 
 def test_the_same_mistake_with_another_symptom_continues_its_count():
     """The cause names the mistake: row 2's leak and row 0's are the same one."""
     assert told(check.causal_mask, leaks_at_row_2).startswith("leaks_at_row_2(5): row 2 can see")
-    second = told(check.causal_mask, hides_nothing)
+    second = told(check.causal_mask, sees_one_ahead)
     assert "row 0 can see position 1. Why:" in second
 
 
@@ -81,9 +82,9 @@ def test_the_same_mistake_counts_apart_in_another_checker():
 
 
 def test_forgetting_tells_every_mistake_from_its_symptom_again():
-    told(check.causal_mask, hides_nothing)
+    told(check.causal_mask, sees_one_ahead)
     verdicts.forget()
-    assert told(check.causal_mask, hides_nothing).endswith(MORE[1])
+    assert told(check.causal_mask, sees_one_ahead).endswith(MORE[1])
 
 
 def test_a_hint_with_nothing_more_to_tell_does_not_ask_for_another_run():
@@ -95,7 +96,7 @@ def test_a_hint_with_nothing_more_to_tell_does_not_ask_for_another_run():
 def test_every_step_shows_in_ipython_as_the_hint_alone():
     for _ in range(3):
         with pytest.raises(check.NotYet) as caught:
-            check.causal_mask(hides_nothing)
+            check.causal_mask(sees_one_ahead)
         assert caught.value._render_traceback_() == [f"\N{BALLOT X} Not yet: {caught.value}"]
 
 

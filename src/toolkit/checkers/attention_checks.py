@@ -2,6 +2,7 @@
 heads with their scale."""
 
 import re
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -72,10 +73,16 @@ def batched_attend(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torc
         reference = stage02.Attention(embed_dim)
         x = random_tensor(batch, q_len, embed_dim, seed=seed)
         memory = random_tensor(batch, kv_len, embed_dim, seed=seed + 10)
+        case = f"batch {batch}, {q_len} queries, {kv_len} keys"
         with torch.no_grad():
             q, k, v = reference.q_proj(x), reference.k_proj(memory), reference.v_proj(memory)
             scores = q @ k.transpose(1, 2)  # (batch, q_len, kv_len)
-            fail_on(properties.compare(fn(q, k, v), reference(x, memory), "stage02.Attention", {
+            try:
+                got = fn(q, k, v)
+            except RuntimeError as error:
+                fail_on(_product_problem(error, q, k), case)
+                raise
+            fail_on(properties.compare(got, reference(x, memory), "stage02.Attention", {
                 Cause("the weights sum to 1 over the *queries* (dim=1)",
                       f"in a batch, the keys are the last dimension: softmax(dim=-1), {answer}"):
                     scores.softmax(1) @ v,
@@ -83,8 +90,48 @@ def batched_attend(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torc
                       "the keys", f"apply softmax(dim=-1) first: {answer}"): scores @ v,
                 UNSCALED: (scores / embed_dim**0.5).softmax(-1) @ v,
             }, Cause("a sentence's output is not the attention of that sentence alone",
-                     answer)), f"batch {batch}, {q_len} queries, {kv_len} keys")
+                     answer)), case, stub=ZEROS if _all_zero(got) else None)
     passed(name_of(fn), f"{len(cases)} random batches, batch size 1 included")
+
+
+ZEROS = Cause("every output is 0, as the stub returns it: nothing is attended to yet",
+              "score each query against every key of its own sentence, turn each row of "
+              "scores into weights, and average the values with them")
+TRANSPOSED = ("swap the last two dimensions only, the keys' positions and their features: "
+              "k.transpose(1, 2) (or k.transpose(-2, -1)) is (batch, d, kv_len), and "
+              "torch.bmm(q, k.transpose(1, 2)) is (batch, q_len, kv_len)")
+# How k was turned before the product, when the product fails: the same error from q times
+# each of these names the mistake.
+WRONG_KEYS = {
+    Cause("k.T reverses every dimension of k, (batch, kv_len, d), to (d, kv_len, batch): the "
+          "batch dimension moves, so the product no longer pairs each sentence's queries with "
+          "that sentence's keys", TRANSPOSED): lambda k: k.T,
+    Cause("k.transpose(0, 1) moves the batch dimension: it swaps it with the keys' positions, "
+          "(batch, kv_len, d) to (kv_len, batch, d), so the product no longer pairs each "
+          "sentence's queries with that sentence's keys", TRANSPOSED): lambda k: k.transpose(0, 1),
+    Cause("k is not transposed: q (batch, q_len, d) times k needs k as (batch, d, kv_len), "
+          "its features before its positions", TRANSPOSED): lambda k: k,
+}
+
+
+def _product_problem(error: RuntimeError, q: torch.Tensor, k: torch.Tensor) -> Hint | None:
+    """torch.bmm and @ name the sizes that clash: the very error q times a wrongly turned k
+    raises names the turn (the learner's own k.T has warned already, if torch warns)."""
+    for cause, turned in WRONG_KEYS.items():
+        for product in (torch.bmm, torch.matmul):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    product(q, turned(k))
+            except RuntimeError as wrong:
+                if str(wrong) == str(error):
+                    return Hint(f"the batched product fails: it raised RuntimeError: "
+                                f"{error}").because(cause)
+    return None
+
+
+def _all_zero(output: object) -> bool:
+    return isinstance(output, torch.Tensor) and output.numel() > 0 and not output.any()
 
 
 BOOL_MASK = Cause("masked_fill takes a bool mask, True where a key is hidden; a float mask "
@@ -104,8 +151,12 @@ def causal_mask(fn: Callable[[int], torch.Tensor]) -> None:
         if mask.dtype != torch.bool:
             fail_on(Hint(f"the dtype is {mask.dtype}, expected torch.bool").because(BOOL_MASK),
                     case)
-        fail_on(properties.causal_problem(~mask), case)
+        fail_on(properties.causal_problem(~mask), case, stub=None if mask.any() else NOTHING)
     passed(name_of(fn), f"lengths {', '.join(map(str, lengths))}")
+
+
+NOTHING = Cause("the mask is all False, as the stub returns it: it hides nothing yet",
+                f"True where the key comes after the query: {CAUSAL}")
 
 
 ONE_FILL = ("combine the masks first, key_padding_mask[:, None, :] | attn_mask, then fill once "
@@ -124,6 +175,14 @@ NO_FUTURE = Cause("attn_mask, the causal mask, is not applied: only the padding 
 AS_GIVEN = Cause("attn_mask is not used as it is given: True in it means hidden, and so "
                  "does it in the combined mask", ONE_FILL)
 NO_PADDING = Cause("key_padding_mask is not applied: only attn_mask hides keys", ONE_FILL)
+UNCHANGED = Cause("the scores come back as they came in, as the stub returns them: nothing is "
+                  "hidden yet", f"fill every position either mask hides: {ONE_FILL}")
+INVERTED = Cause("the mask is inverted: it hides the real keys and leaves the <pad> keys "
+                 "visible. In this course True means hidden: key_padding_mask is True at <pad>, "
+                 "as nn.MultiheadAttention's is (F.scaled_dot_product_attention's boolean mask "
+                 "is the opposite: True there means may attend)",
+                 "fill where the masks are True, as they are given: key_padding_mask[:, None, :], "
+                 "never ~key_padding_mask")
 SUMMED = Cause("two additive masks of finfo.min were summed: where a key is hidden by both, "
                "min + min overflows to -inf, and a row of -inf is NaN after the softmax",
                f"{ONE_FILL} (a masked_fill per mask is right too: a fill replaces, it never adds)")
@@ -183,15 +242,18 @@ def _hiding_problem(hidden: torch.Tensor, scores: torch.Tensor, padding: torch.T
     problem = problem or properties.padding_problem(weights, padding, attn_mask)
     if problem is None:
         return None
-    future = False if attn_mask is None else attn_mask  # (q_len, kv_len), or nothing hidden
-    everything = padding[:, None, :] | future  # (batch, q_len, kv_len)
-    if torch.equal(hidden, scores.masked_fill(everything, 0.0)):
+    if torch.equal(hidden, scores):
+        return problem.because(UNCHANGED)
+    future = torch.zeros(scores.shape[1:], dtype=torch.bool) if attn_mask is None else attn_mask
+    keys = padding[:, None, :]  # (batch, 1, kv_len)
+    if torch.equal(hidden, scores.masked_fill(keys | future, 0.0)):
         return problem.because(ZERO)
     low = torch.finfo(scores.dtype).min
-    mistakes = {ROWS: padding[:, : scores.size(1), None] | future}  # (batch, q_len, 1) rows
+    mistakes = [(ROWS, padding[:, : scores.size(1), None] | future),  # (batch, q_len, 1) rows
+                (INVERTED, ~keys | future), (INVERTED, ~(keys | future))]
     if attn_mask is not None:
-        mistakes |= {NO_FUTURE: padding[:, None, :], NO_PADDING: attn_mask}
-    for cause, wrong in mistakes.items():
+        mistakes += [(INVERTED, ~keys | ~future), (NO_FUTURE, keys), (NO_PADDING, future)]
+    for cause, wrong in mistakes:
         if torch.allclose(weights, scores.masked_fill(wrong, low).softmax(-1), atol=1e-6):
             return problem.because(cause)
     return problem
@@ -236,6 +298,16 @@ def _hide_in_half_precision(fn: Callable, padding: torch.Tensor, future: torch.T
 
 SPLIT_MERGE = ("def merge(x): batch, heads, length, head_dim = x.shape; "
                "return x.transpose(1, 2).reshape(batch, length, heads * head_dim)")
+ONE_HEAD = Cause("it returns one head holding every feature, x[:, None], as the stub does: "
+                 "nothing is split yet", properties.SPLIT)
+HEAD_ZERO = Cause("merge returns head 0 alone, x[:, 0], as the stub does: the other heads are "
+                  "dropped", SPLIT_MERGE)
+
+
+def _same(got: object, placeholder: torch.Tensor) -> bool:
+    """Whether an output is the stub's placeholder, value for value."""
+    return isinstance(got, torch.Tensor) and got.shape == placeholder.shape and torch.equal(
+        got, placeholder)
 
 
 @exercise(*in_every_stage("MultiHeadAttention"), nn.MultiheadAttention)
@@ -249,10 +321,12 @@ def split_heads(split: Callable[[torch.Tensor, int], torch.Tensor],
         x = random_tensor(batch, length, embed_dim, seed=seed)
         case = f"{batch} sentences of {length} positions, embed_dim {embed_dim}, {heads} heads"
         parts = split(x, heads)
-        fail_on(properties.split_problem(parts, x, heads), f"{name_of(split)}: {case}")
-        fail_on(properties.compare(merge(parts), x, "the input before splitting",
-                                   otherwise=undone, atol=0),
-                f"{name_of(merge)}({name_of(split)}(x)): {case}")
+        fail_on(properties.split_problem(parts, x, heads), f"{name_of(split)}: {case}",
+                stub=ONE_HEAD if _same(parts, x[:, None]) else None)
+        merged = merge(parts)
+        fail_on(properties.compare(merged, x, "the input before splitting", otherwise=undone,
+                                   atol=0), f"{name_of(merge)}({name_of(split)}(x)): {case}",
+                stub=HEAD_ZERO if _same(merged, parts[:, 0]) else None)
     passed(f"{name_of(split)} and {name_of(merge)}", f"{len(cases)} shapes, 2 to 4 heads")
 
 
@@ -275,6 +349,10 @@ BROADCASTS = Cause("broadcasting lines up the last dimensions, so the mask needs
                    "key_padding_mask[:, None, None, :], of shape (batch, 1, 1, kv_len)")
 
 
+AS_GIVEN_PADDING = Cause("the mask comes back as it was given, (batch, kv_len), as the stub "
+                         "returns it: it is not shaped for the scores yet", BROADCASTS.fix)
+
+
 @exercise()  # stage 07 shapes its padding mask inline, in MultiHeadAttention.forward
 def head_padding_mask(fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
     """Exercise: shape the key-padding mask so it broadcasts over heads and query rows."""
@@ -293,7 +371,8 @@ def head_padding_mask(fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
             filled = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
         except RuntimeError:
             fail_on(Hint(f"a mask of shape {tuple(mask.shape)} does not broadcast against the "
-                         f"scores").because(BROADCASTS), case)
+                         f"scores").because(BROADCASTS), case,
+                    stub=AS_GIVEN_PADDING if torch.equal(mask, padding) else None)
         if filled.shape != scores.shape:
             fail_on(Hint(f"the mask of shape {tuple(mask.shape)} grows the scores to "
                          f"{tuple(filled.shape)}").because(BROADCASTS), case)

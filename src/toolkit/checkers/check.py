@@ -10,10 +10,12 @@ The other checkers compare with the stage's own module or with torch and name th
 mistakes they recognise. An answer that calls the function the check compares with (the
 stage's own, the toolkit's, or torch's) is refused: it would prove nothing.
 
-An error raised *inside* the learner's function is not caught, since its own traceback is the
-best hint there is, except for the few slips a checker recognises by the very error they raise
-(`vocab.stoi[word]` on an unknown word, a padding mask that hides rows, an unflattened
-cross-entropy).
+An error raised *inside* the learner's function is shown as theirs (`verdicts.Raised`): its
+message and the line of their code it came from, and in IPython the frames from their
+function down, none of the checker's; the error itself stays its __cause__. The few slips a
+checker recognises by the very error they raise get a hint in steps instead (`vocab.stoi[word]`
+on an unknown word, a padding mask that hides rows, an unflattened cross-entropy, a transpose
+that moves the batch dimension before torch.bmm).
 
 The checkers live by what they check (`data_and_loss_checks`, `attention_checks`,
 `position_checks`, `layer_checks`, `sampling_checks`; `verdicts` says pass or `NotYet`);

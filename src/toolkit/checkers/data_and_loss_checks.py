@@ -9,7 +9,7 @@ from stages import stage08_decoder_only as stage08
 from toolkit.batching.batches import Batch, collate, encode_source, encode_target, pad
 from toolkit.checkers import properties
 from toolkit.checkers.position_checks import STREAMS
-from toolkit.checkers.verdicts import Hint, exercise, fail_on, name_of, passed
+from toolkit.checkers.verdicts import Cause, Hint, exercise, fail_on, name_of, passed
 from toolkit.objectives import sequence_loss, token_loss
 from toolkit.text.vocab import PAD_ID, Vocab
 
@@ -19,6 +19,16 @@ SENTENCES = [["the", "dog"], ["a", "cat", "sees", "the", "house"], ["the", "zebr
 
 
 CAPITALISED = ["The", "dog"]  # VOCAB holds "the": to it, "The" is an unknown word
+
+
+# The untouched stubs' placeholders, each its own mistake.
+NO_IDS = Cause("the list is empty, as the stub returns it: no id is written yet",
+               f"frame the words' ids: {properties.FRAMED}")
+NO_COLUMNS = Cause("the batch has no columns, as the stub returns it: no id is copied in yet",
+                   properties.PADDED)
+WHOLE = Cause("the prefix is the whole sentence and the target its last token, whatever n is, "
+              "as the stub returns them", "the first n tokens, then the one after them: "
+              "(ids[:n], ids[n])")
 
 
 # The toolkit's own framing: the exercise asks for it without them.
@@ -32,7 +42,8 @@ def frame_target(fn: Callable[[list[str], Vocab], list[int]]) -> None:
         except KeyError as error:  # vocab.stoi[word], on the word the exercise is about
             fail_on(properties.lookup_problem(error, words, VOCAB), case)
             raise
-        fail_on(properties.framing_problem(ids, words, VOCAB), case)
+        fail_on(properties.framing_problem(ids, words, VOCAB), case,
+                stub=NO_IDS if isinstance(ids, list) and not ids else None)
     passed(name_of(fn), f"{len(SENTENCES) + 1} sentences, one with a word the vocabulary lacks "
                        f"and one with a word it holds only in another case")
 
@@ -45,8 +56,11 @@ def pad_batch(fn: Callable[[list[list[int]]], torch.Tensor]) -> None:
                [encode_target(words, VOCAB) for words in reversed(SENTENCES[:3])]]
     for sequences in batches:
         lengths = [len(sequence) for sequence in sequences]
-        fail_on(properties.padded_batch_problem(fn(sequences), sequences),
-                 f"{name_of(fn)} on sequences of lengths {lengths}")
+        padded = fn(sequences)
+        empty = isinstance(padded, torch.Tensor) and padded.dim() == 2 and padded.size(1) == 0
+        fail_on(properties.padded_batch_problem(padded, sequences),
+                f"{name_of(fn)} on sequences of lengths {lengths}",
+                stub=NO_COLUMNS if empty else None)
     passed(name_of(fn), f"{len(batches)} batches: the longest sentence second of four, alone, "
                        "and in the middle of three")
 
@@ -57,8 +71,15 @@ def prefix_and_target(fn: Callable[[list[int], int], tuple[list[int], int]]) -> 
     ids = [2, 14, 9, 21, 7, 3]  # <bos> four words <eos>
     for n in range(1, len(ids)):
         answer = fn(list(ids), n)
-        fail_on(properties.next_token_problem(answer, ids, n), f"{name_of(fn)}(ids, n={n})")
+        fail_on(properties.next_token_problem(answer, ids, n), f"{name_of(fn)}(ids, n={n})",
+                stub=WHOLE if _whole(answer, ids) else None)
     passed(name_of(fn), f"every prefix length of a {len(ids)}-token target")
+
+
+def _whole(answer: object, ids: list[int]) -> bool:
+    """Whether the answer is the stub's (ids, ids[-1]), whatever n is."""
+    return (isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[0], list)
+            and answer[0] == ids and isinstance(answer[1], int) and answer[1] == ids[-1])
 
 
 @exercise(sequence_loss, token_loss)  # the toolkit's loss; F.cross_entropy is the tool to use

@@ -21,6 +21,10 @@ from toolkit.checkers.verdicts import (
 from toolkit.stage_api import count_parameters
 from toolkit.text.vocab import PAD_ID
 
+NO_LAYER = Cause("no layer ran: y comes back as it came in, as the stub returns it",
+                 f"run every layer, each on the output of the one below: "
+                 f"{layer_properties.STACKED}")
+
 
 @exercise(*in_every_stage("Transformer"))  # a stage's own encode and decode run its stacks
 def stack(fn: Callable) -> None:
@@ -36,7 +40,9 @@ def stack(fn: Callable) -> None:
         with torch.no_grad(), layer_properties.recording(model.encoder_layers) as encoder_calls, \
                 layer_properties.recording(model.decoder_layers) as decoder_calls:
             output = fn(model.encoder_layers, model.decoder_layers, x, y, padding, future)
-        fail_on(layer_properties.stacking_problem(encoder_calls, decoder_calls), case)
+        ran = any(calls for calls in [*encoder_calls, *decoder_calls])
+        fail_on(layer_properties.stacking_problem(encoder_calls, decoder_calls), case,
+                stub=None if ran else NO_LAYER)
         fail_on(layer_properties.stacking_masks_problem(encoder_calls, decoder_calls, padding,
                                                    future), case)
         # Each layer ran exactly once (checked above): [0] is its only call.
@@ -70,6 +76,7 @@ def parameters_per_layer(fn: Callable[[int], int]) -> None:
             continue
         linear = embed_dim * embed_dim + embed_dim  # one nn.Linear(d, d): weights and biases
         causes = {
+            0: "0 is the stub's placeholder: nothing is counted yet",
             9 * embed_dim * embed_dim: "the biases are missing: each nn.Linear(d, d) has d·d "
                                        "weights and d biases",
             3 * linear: "that is one attention: a decoder layer has two more (self and cross)",
@@ -150,6 +157,8 @@ def layer_norm(fn: Callable) -> None:
         answer = ("(x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, keepdim=True, "
                   "unbiased=False) + eps) * weight + bias")
         mistakes = {
+            Cause("x comes back as it came in, as the stub returns it: nothing is normalised "
+                  "yet", answer): x,
             Cause("the variance is unbiased (divided by n - 1): LayerNorm divides by n",
                   f"x.var(dim=-1, unbiased=False): {answer}"):
                 centred / (x.var(-1, keepdim=True) + eps).sqrt() * weight + bias,

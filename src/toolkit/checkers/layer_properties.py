@@ -18,13 +18,25 @@ from toolkit.checkers.verdicts import Cause, Hint
 
 # --- positions ------------------------------------------------------------------------
 
-def sinusoids(max_len: int, embed_dim: int, exponent: float = 1.0, swap: bool = False,
-              cos_shift: float = 0.0, interleave: bool = True) -> torch.Tensor:
-    """The paper's closed form in float64; the keyword arguments build its classic mistakes."""
+def angles(max_len: int, embed_dim: int, exponent: float = 1.0, shift: float = 0.0,
+           multiply: bool = False) -> torch.Tensor:
+    """pos / 10000^(2i/d) in float64, (max_len, embed_dim / 2); the keyword arguments build
+    the classic mistakes: `exponent` times the exponent (2: a doubled one, 4i/d), the pair's
+    index i moved by `shift` ((2i+1)/d with 0.5), `multiply` by 10000^(2i/d) instead."""
     position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
     i = torch.arange(embed_dim // 2, dtype=torch.float64)  # (embed_dim / 2,)
-    angle = position / 10000 ** (exponent * 2 * i / embed_dim)  # (max_len, embed_dim / 2)
-    cos_angle = position / 10000 ** (2 * (i + cos_shift) / embed_dim)
+    scale = 10000 ** (exponent * 2 * (i + shift) / embed_dim)  # (embed_dim / 2,)
+    return position * scale if multiply else position / scale
+
+
+def sinusoids(max_len: int, embed_dim: int, exponent: float = 1.0, swap: bool = False,
+              cos_shift: float = 0.0, interleave: bool = True,
+              multiply: bool = False) -> torch.Tensor:
+    """The paper's closed form in float64; the keyword arguments build its classic mistakes,
+    each as a learner would write it: a doubled exponent doubles both the sine's angle and the
+    cosine's, since a learner computes the exponent once."""
+    angle = angles(max_len, embed_dim, exponent, multiply=multiply)  # (max_len, embed_dim / 2)
+    cos_angle = angles(max_len, embed_dim, exponent, cos_shift, multiply)
     sin, cos = angle.sin(), cos_angle.cos()
     if swap:
         sin, cos = cos_angle.cos(), angle.sin()
@@ -43,10 +55,33 @@ def rotation_matrix(k: int, embed_dim: int) -> torch.Tensor:
     return matrix
 
 
+FORMULA = ("PE[pos, 2i] = sin(pos / 10000^(2i/d)) and PE[pos, 2i+1] = cos of the same angle: "
+           "encoding[:, 0::2] = torch.sin(angle), encoding[:, 1::2] = torch.cos(angle)")
+NOT_SINUSOIDS = Cause("the values are not the paper's sinusoids", FORMULA)
+MULTIPLIED = Cause("the position is multiplied by 10000^(2i/d) instead of divided by it: the "
+                   "waves get faster along the dimensions, where the paper's get slower",
+                   "divide: angle = pos / 10000 ** (torch.arange(0, embed_dim, 2) / embed_dim)")
+ZEROS = Cause("every value is 0, as the stub returns it: no wave is written yet", FORMULA)
+
+
 def encoding_problem(encoding: object, max_len: int, embed_dim: int) -> Problem:
     """Only the closed form catches wrong frequencies: the shift property holds for any (bug 8)."""
-    formula = ("PE[pos, 2i] = sin(pos / 10000^(2i/d)) and PE[pos, 2i+1] = cos of the same angle: "
-               "encoding[:, 0::2] = torch.sin(angle), encoding[:, 1::2] = torch.cos(angle)")
+    problem = _formula_problem(encoding, max_len, embed_dim)
+    if problem is None or problem.why != NOT_SINUSOIDS.why:
+        return problem
+    if not encoding.any():
+        return problem.because(ZEROS)
+    # Multiplied, the angles grow to nearly pos · 10000, where float32 keeps few digits of the
+    # sine: the mistake is recognised where the angle is small enough to be computed alike.
+    angle = angles(max_len, embed_dim, multiply=True).repeat_interleave(2, dim=1)
+    small = angle < 100  # (max_len, embed_dim)
+    multiplied = sinusoids(max_len, embed_dim, multiply=True)
+    if torch.allclose(encoding.to(multiplied.dtype)[small], multiplied[small], atol=1e-3):
+        return problem.because(MULTIPLIED)
+    return problem
+
+
+def _formula_problem(encoding: object, max_len: int, embed_dim: int) -> Problem:
     return compare(encoding, sinusoids(max_len, embed_dim), "the paper's sin/cos formula", {
         Cause("the exponent is doubled: torch.arange(0, embed_dim, 2) already gives 2i (bug 8)",
               "divide that by embed_dim, not twice it: "
@@ -62,7 +97,7 @@ def encoding_problem(encoding: object, max_len: int, embed_dim: int) -> Problem:
               "interleave them, sin on even dimensions and cos on odd ones: "
               "encoding[:, 0::2] = sin, encoding[:, 1::2] = cos"):
             sinusoids(max_len, embed_dim, interleave=False),
-    }, Cause("the values are not the paper's sinusoids", formula))
+    }, NOT_SINUSOIDS)
 
 
 def shift_problem(rotation: object, encoding: torch.Tensor, k: int, atol: float = 1e-4) -> Problem:

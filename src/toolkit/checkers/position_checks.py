@@ -18,20 +18,34 @@ def encoding(fn: Callable[[int, int], torch.Tensor]) -> None:
     sizes = [(60, 32), (10, 4), (128, 64)]  # (max_len, embed_dim)
     for max_len, embed_dim in sizes:
         fail_on(layer_properties.encoding_problem(fn(max_len, embed_dim), max_len, embed_dim),
-                 f"{name_of(fn)}({max_len}, {embed_dim})")
+                f"{name_of(fn)}({max_len}, {embed_dim})")
     passed(name_of(fn), f"{len(sizes)} sizes, up to 128 positions and 64 dimensions")
 
 
-# The matrix the check knows. Solving for M_k from a table of encodings is allowed: that
-# is a way to find it, not a copy of it.
-@exercise(layer_properties.rotation_matrix)
+# The exercise asks for M_k "in closed form", its entries worked out "from the angle-addition
+# formulas"; the least-squares cell above it already found M_k numerically. So the check
+# refuses the matrix it knows, the tables of encodings M_k could be fitted to (every stage's
+# and the check's own formula), and the solvers that fit it, even to a table the learner
+# computed by hand.
+CLOSED_FORM = ("the exercise asks for M_k in closed form, each 2x2 block worked out from the "
+               "angle-addition formulas")
+TABLE = f"which gives the table of encodings M_k could be fitted to: {CLOSED_FORM}"
+FITTED = f"which fits M_k to a table of encodings, as the least-squares cell did: {CLOSED_FORM}"
+
+
+@exercise(layer_properties.rotation_matrix, why={
+    **{table: TABLE for table in (*in_every_stage("PositionalEncoding"),
+                                  layer_properties.sinusoids)},
+    **{solver: FITTED for solver in (torch.linalg.lstsq, torch.linalg.pinv, torch.linalg.solve,
+                                     torch.pinverse)}})
 def rotation(fn: Callable[[int, int], torch.Tensor]) -> None:
-    """Exercise: the matrix M_k with PE[pos + k] = M_k @ PE[pos] for every position."""
+    """Exercise: the matrix M_k with PE[pos + k] = M_k @ PE[pos] for every position, built
+    from the angle-addition formulas (a fit to a table of encodings is refused)."""
     cases = [(1, 16), (5, 16), (20, 8)]  # (k, embed_dim)
     for k, embed_dim in cases:
         table = stage04.PositionalEncoding(embed_dim, max_seq_len=64).encoding.double()
         fail_on(layer_properties.shift_problem(fn(k, embed_dim), table, k),
-                 f"{name_of(fn)}({k}, {embed_dim})")
+                f"{name_of(fn)}({k}, {embed_dim})")
     passed(name_of(fn), f"shifts {', '.join(str(k) for k, _ in cases)} over 64 positions")
 
 
