@@ -28,8 +28,18 @@ def test_the_same_figures_are_said_to_be_the_same(committed):
 def test_a_figure_that_differs_is_named_as_the_notebook_prints_it(committed):
     live = replace(committed, bleu=committed.bleu + 0.01, validation_loss=1.0, platform="other")
     said = your_run.beside_the_ladder(live, committed)
-    assert "in validation loss, BLEU:" in said
+    assert "seed-0 figures in validation loss, BLEU:" in said
+    assert "CPU like yours" not in said  # no witness: the committed row is the one compared
     assert not any(word in said for word in MAINTAINERS_WORDS)
+
+
+def test_a_run_set_beside_another_cpus_row_says_which_row_it_matches(committed):
+    witness = {**ladder.numbers(replace(committed, bleu=committed.bleu + 1)), "exact": {}}
+    witnessed = replace(committed, witnesses={"here": witness})
+    live = replace(ladder.on_platform(witnessed, "here"), witnesses={})
+    said = your_run.beside_the_ladder(live, witnessed)
+    assert said.startswith("Your run gave the ladder's seed-0 figures as a CPU like yours")
+    assert f"(the row {your_run.LIKE_YOURS!r}; the committed row is another" in said
 
 
 def test_only_unrounded_digits_that_differ_leave_the_printed_figures_the_same(committed):
@@ -37,7 +47,8 @@ def test_only_unrounded_digits_that_differ_leave_the_printed_figures_the_same(co
     witnessed = replace(committed, witnesses={"here": witness})
     live = replace(committed, platform="here", exact={"bleu": 0.123456780})
     assert ladder.differences(live, ladder.on_platform(witnessed, "here"))  # the digits differ
-    assert "digit for digit" in your_run.beside_the_ladder(live, witnessed)
+    said = your_run.beside_the_ladder(live, witnessed)
+    assert said == "Your run gave the ladder's seed-0 figures, digit for digit as printed."
 
 
 def test_an_ablation_row_is_named_as_one(committed):

@@ -24,16 +24,26 @@ def beside_the_ladder(live: Rung, committed: Rung, results: str = "ladder") -> s
     if staleness.is_stale(committed):
         return (f"The course's code changed after the {results}'s runs were trained, so their "
                 f"rows may not be this code's; your run is.")
-    like_yours = ladder.on_platform(committed, live.platform) or committed
-    differ = [PRINTED[name] for name, _, _ in ladder.differences(live, like_yours)
-              if name in PRINTED]
+    witnessed = ladder.on_platform(committed, live.platform)
+    like_yours = witnessed or committed
+    differ = printed_differences(live, like_yours)
+    # Where another CPU computed the committed row's figures, the run is compared with the
+    # row a CPU of this kind computed, which the table shows as its own: say which.
+    which = (f"seed-{committed.seed} figures as a CPU like yours computes them (the row "
+             f"{LIKE_YOURS!r}; the committed row is another kind of CPU's, which rounds "
+             f"differently)" if witnessed and printed_differences(witnessed, committed)
+             else f"seed-{committed.seed} figures")
     if not differ:
-        return (f"Your run gave the {results}'s seed-{committed.seed} figures, digit for digit "
-                f"as printed.")
-    return (f"Your run differs from the {results}'s seed-{committed.seed} run in "
-            f"{', '.join(differ)}: another kind of CPU, another thread count or another PyTorch "
-            "rounds the same sums differently, and training grows the difference. The spread "
-            "over seeds shows how far runs of one setting differ anyway.")
+        return f"Your run gave the {results}'s {which}, digit for digit as printed."
+    return (f"Your run differs from the {results}'s {which} in {', '.join(differ)}: another "
+            "kind of CPU, another thread count or another PyTorch rounds the same sums "
+            "differently, and training grows the difference. The spread over seeds shows how far "
+            "runs of one setting differ anyway.")
+
+
+def printed_differences(run: Rung, other: Rung) -> list[str]:
+    """The figures a notebook prints that differ between two runs, by their printed names."""
+    return [PRINTED[name] for name, _, _ in ladder.differences(run, other) if name in PRINTED]
 
 
 def table(runs: list[Rung], live: Rung, up_to: int) -> pd.DataFrame:
