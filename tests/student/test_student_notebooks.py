@@ -85,8 +85,9 @@ def exercises_only(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def test_the_student_notebooks_exist():
-    """The data notebook, the seven stages and notebook 14 (stage 08) have exercises."""
-    assert len(WITH_EXERCISES) == 9, f"{FOLDER}: run `make student-tests`, which writes them"
+    """The data notebook, the seven stages, notebook 08 (SDPA's masks) and notebook 14
+    (stage 08) have exercises."""
+    assert len(WITH_EXERCISES) == 10, f"{FOLDER}: run `make student-tests`, which writes them"
 
 
 @pytest.mark.slow
