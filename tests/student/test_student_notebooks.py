@@ -112,4 +112,4 @@ def test_every_check_fails_with_its_hint_before_the_exercises_are_solved(path):
         hint = errors[0].evalue
         assert len(hint) > 20, f"{cell.id}: the hint says too little: {hint!r}"
         assert errors[0].traceback == [f"\N{BALLOT X} Not yet: {hint}"], cell.id
-    assert checks == every_check >= 2, "a check outside the Exercises section would not run"
+    assert checks == every_check >= 1, "a check outside the Exercises section would not run"
