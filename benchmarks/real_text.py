@@ -45,8 +45,7 @@ import numpy as np
 import torch
 
 from stages import stage07_multi_head as stage
-from toolkit.batching.batches import Batch, endless, loader
-from toolkit.batching.buckets import padding_fraction
+from toolkit.batching.batches import Batch, endless, loader, padding_fraction
 from toolkit.learning.training import PaperOptimizer
 from toolkit.paths import PROJECT_ROOT
 from toolkit.text.subwords import SubwordVocab

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from toolkit.batching.batches import Batch, loader
-from toolkit.batching.buckets import padding_fraction
+from toolkit.batching.batches import Batch, loader, padding_fraction
 from toolkit.text.vocab import BOS_ID, EOS_ID, PAD_ID
 
 FIRST_ID = 4  # pair i's tokens are all FIRST_ID + i, so a batch says which pairs it holds

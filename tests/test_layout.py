@@ -1,5 +1,5 @@
 """The packages keep their promises: a short import loads only what it names, every name a
-package offers is really there, and an import from before the packages says where to go."""
+package offers is really there."""
 
 import importlib
 import json
@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from toolkit.old_paths import MOVED
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ["text", "batching", "learning", "search", "scoring", "figures", "checkers"]
@@ -48,35 +46,6 @@ def test_a_stage_loads_no_corpus_reader_and_no_training_loop():
     loaded = toolkit_modules_after("import stages.stage07_multi_head")
     assert not [m for m in loaded if m.startswith(("toolkit.learning", "toolkit.search",
                                                    "toolkit.train", "toolkit.text.corpus"))]
-
-
-@pytest.mark.parametrize("statement", [
-    "import toolkit.vocab",
-    "from toolkit import beam_search",
-    "from toolkit.training import train",
-    "import toolkit.ladder",
-])
-def test_an_import_from_before_the_packages_names_the_new_module(statement):
-    old = statement.split()[1] if statement.startswith("import") else (
-        statement.split()[1] + "." + statement.split()[3]
-        if statement.split()[1] == "toolkit" else statement.split()[1])
-    with pytest.raises(ModuleNotFoundError, match=f"{old} moved to {MOVED[old]}"):
-        exec(statement, {})
-
-
-def test_every_old_path_points_at_a_module_that_exists():
-    for old, new in MOVED.items():
-        assert importlib.util.find_spec(new) is not None, f"{old} points at {new}, not there"
-        with pytest.raises(ModuleNotFoundError):
-            importlib.import_module(old)
-
-
-@pytest.mark.slow  # starts a fresh interpreter
-def test_an_old_python_m_command_says_where_it_went():
-    result = subprocess.run([sys.executable, "-m", "toolkit.train_ddp"], capture_output=True,
-                            text=True, cwd=ROOT)
-    assert result.returncode != 0
-    assert "toolkit.train_ddp moved to toolkit.train.ddp" in result.stderr
 
 
 def test_a_package_cannot_offer_a_name_that_is_also_one_of_its_modules():

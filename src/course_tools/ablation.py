@@ -6,7 +6,8 @@ without each option in turn: the same budget for every row, and every row on eac
 masks), so each variant is paired with the full recipe seed by seed (`ladder.paired_runs`,
 the one rule of `toolkit.scoring.seed_pairs`). It also trains stage 07 on the ladder's recipe
 with unscaled attention scores, for notebook 07, and on subwords instead of words for notebook
-12; and stage 08, the decoder-only appendix stage, on the ladder's budget, for notebook 14.
+12; stage 08, the decoder-only appendix stage, on the ladder's budget, for notebook 14; and
+stages 03 and 06 with one of their ideas left out, for notebooks 03 and 06.
 `make ablation` (`course_tools.recompute`) runs them, two at a time, one thread each, and
 writes `assets/ablation.json`, whose rows carry the same stamps as the ladder's rungs, so
 numbers computed on other code show as stale.
@@ -74,6 +75,20 @@ DECODER_ONLY_WHOLE = "stage 08, decoder-only, loss on the whole stream"
 APPENDIX_VARIANTS = {
     DECODER_ONLY: (8, DECODER_ONLY_RECIPE, DECODER_ONLY_DATA, None),
     DECODER_ONLY_WHOLE: (8, DECODER_ONLY_RECIPE, DECODER_ONLY_DATA, "whole_stream"),
+}
+
+# Notebooks 03 and 06: two rungs of the ladder taken apart, on its recipes and budget. Stage 03
+# brings the masks and the loss at every position (which the causal mask makes honest); trained
+# with stage 02's loss at the last position only, it keeps the masks alone. Stage 06 brings the
+# feed-forward sublayer and LayerNorm; built without each in turn, it keeps the other. Each row
+# pairs, seed by seed, with the rung below it and with its own stage's (`parts_of`).
+LAST_POSITION = "stage 03, trained at the last position only (stage 02's loss)"
+NO_FEED_FORWARD = "stage 06 without the feed-forward sublayer"
+NO_LAYER_NORM = "stage 06 without LayerNorm"
+STAGE_PARTS = {  # name -> (stage, recipe, load_data options, objective: None for the stage's own)
+    LAST_POSITION: (3, RECIPES[3], {}, "last_position"),
+    NO_FEED_FORWARD: (6, replace(RECIPES[6], without=("feed_forward",)), {}, None),
+    NO_LAYER_NORM: (6, replace(RECIPES[6], without=("layer_norm",)), {}, None),
 }
 
 
@@ -185,11 +200,46 @@ def _row_jobs(name: str, recipes: dict[str, Recipe]) -> list[Job]:
     if name in DATA_VARIANTS:
         recipe, options = DATA_VARIANTS[name]
         return [(7, seeded, name, options) for seeded in with_seeds(recipe)]
-    stage, recipe, options, objective = APPENDIX_VARIANTS[name]
+    stage, recipe, options, objective = {**APPENDIX_VARIANTS, **STAGE_PARTS}[name]
     return [(stage, seeded, name, options, objective) if objective else
             (stage, seeded, name, options) for seeded in with_seeds(recipe)]
 
 
 def every_row() -> list[str]:
     """Every row's name, in the order the file keeps them."""
-    return [*VARIANTS, *LADDER_VARIANTS, *DATA_VARIANTS, *APPENDIX_VARIANTS]
+    return [*VARIANTS, *LADDER_VARIANTS, *DATA_VARIANTS, *APPENDIX_VARIANTS, *STAGE_PARTS]
+
+
+def parts_of(stage: int, rows: dict[str, list[Rung]], ladder_runs: list[Rung]) -> pd.DataFrame:
+    """One rung taken apart: the stage below, each of this stage's part-built rows and the
+    stage itself, with every metric's mean ± sd, and what each step up buys, seed by seed: a
+    part-built row against the stage below it, and the stage against the part-built row."""
+    below, whole = (f"stage {number:02d} (the ladder's)" for number in (stage - 1, stage))
+    runs = {below: [r for r in ladder_runs if r.stage == stage - 1],
+            **{name: rows[name] for name, job in STAGE_PARTS.items() if job[0] == stage},
+            whole: [r for r in ladder_runs if r.stage == stage]}
+    summary = spread([replace(run, title=name) for name, group in runs.items() for run in group])
+    frame = pd.DataFrame([{
+        "model": name, **{metric: mean_sd(summary, name, metric) for metric in METRICS},
+        f"exact match vs {below}, per seed": "" if name == below else ladder.per_seed(
+            ladder.paired_runs(name, runs[below], group, "exact match %")),
+        f"{whole} vs this, per seed": "" if name == whole else ladder.per_seed(
+            ladder.paired_runs(name, group, runs[whole], "exact match %")),
+    } for name, group in runs.items()])
+    return frame.set_index("model")
+
+
+def part_steps(stage: int, rows: dict[str, list[Rung]], ladder_runs: list[Rung],
+               metric: str = "exact match %") -> list[SeedPairs]:
+    """Every step of `parts_of` as paired seeds, each with the line a sentence cites: from
+    the stage below to each part-built row, and from each to the whole stage."""
+    below = [r for r in ladder_runs if r.stage == stage - 1]
+    whole = [r for r in ladder_runs if r.stage == stage]
+    steps = []
+    for name, job in STAGE_PARTS.items():
+        if job[0] == stage:
+            steps += [ladder.paired_runs(f"{name} minus stage {stage - 1:02d}", below,
+                                         rows[name], metric),
+                      ladder.paired_runs(f"stage {stage:02d} minus {name}", rows[name], whole,
+                                         metric)]
+    return steps

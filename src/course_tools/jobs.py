@@ -12,7 +12,7 @@ makes no row stale.
 import hashlib
 import importlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from types import ModuleType
@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from course_tools.numeric_platform import numeric_platform
+from toolkit import objectives
 from toolkit.batching.batches import endless, loader
 from toolkit.batching.data import CourseData, load_data
 from toolkit.learning import stream_objectives
@@ -135,7 +136,37 @@ def build(number: int, data: CourseData, recipe: Recipe) -> nn.Module:
             raise ValueError(f"stage {number:02d} has no scaled multi-head attention to change")
         for attention in attentions:
             attention.scale = recipe.attention_scale
+    for part in recipe.without:
+        leave_out(model, part)
     return model
+
+
+class Absent(nn.Module):
+    """A sublayer left out: it adds nothing to the residual stream, x + Absent()(x) == x."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)  # (batch, len, embed_dim)
+
+
+def leave_out(model: nn.Module, part: str) -> None:
+    """Build the model without one of its ideas, every copy of it: each feed-forward sublayer
+    (`Absent`), or each LayerNorm (`nn.Identity`). The other weights keep the values the seed
+    gave them, so the model pairs with the whole one seed by seed."""
+    if part not in ("feed_forward", "layer_norm"):
+        raise ValueError(f"cannot build a model without {part!r}: name feed_forward or "
+                         f"layer_norm")
+    replaced = 0
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if part == "feed_forward" and name == "feed_forward":
+                setattr(module, name, Absent())
+            elif part == "layer_norm" and isinstance(child, nn.LayerNorm):
+                setattr(module, name, nn.Identity())
+            else:
+                continue
+            replaced += 1
+    if not replaced:
+        raise ValueError(f"{type(model).__module__} has no {part} to leave out")
 
 
 def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
@@ -144,13 +175,13 @@ def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
     """Train one stage with its recipe (or another) and score it on the test split.
 
     `data_options` are the load_data options that made `data`, recorded in the rung;
-    `objective` names one of `toolkit.learning.stream_objectives` to train stage 08 with
-    instead of its own (the validation loss stays the stage's own, so rows compare).
+    `objective` names an objective to train with instead of the stage's own
+    (`objective_named`); the validation loss stays the stage's own, so rows compare.
     """
     stage, recipe = stage_module(number), recipe or RECIPES[number]
     model = build(number, data, recipe)
     batches = endless(loader(data.train, recipe.batch_size, seed=recipe.seed))
-    trained_on = getattr(stream_objectives, objective) if objective else stage.objective
+    trained_on = objective_named(objective) if objective else stage.objective
     history = train(model, trained_on, batches, device=device,
                     description=title or f"stage {number:02d}", **recipe.training())
     validation = loader(data.validation, batch_size=100, shuffle=False)
@@ -158,6 +189,16 @@ def climb(number: int, data: CourseData, device: torch.device | str = "cpu",
     report, _ = evaluate(model, data, "test", device)
     return rung(number, model, history, validation_loss, report, recipe, title, data_options,
                 objective)
+
+
+def objective_named(name: str) -> Callable:
+    """An objective by name: a stage's own (`toolkit.objectives`, stage 02's `last_position`
+    given to stage 03, say) or one of stage 08's stream objectives."""
+    for module in (objectives, stream_objectives):
+        if callable(found := getattr(module, name, None)):
+            return found
+    raise ValueError(f"no objective is named {name!r} in toolkit.objectives or "
+                     f"toolkit.learning.stream_objectives")
 
 
 # (stage, recipe, title[, load_data options[, objective]]): see `climb`

@@ -13,7 +13,3 @@ What every stage file imports sits at the top: `stage_api` (the interface all st
 and `objectives` (the loss), with `outline`, `paths` and `device`. `translate` is the
 command that translates a file with a trained checkpoint.
 """
-
-from toolkit import old_paths
-
-old_paths.install()

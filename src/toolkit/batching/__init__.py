@@ -6,7 +6,7 @@ from toolkit.lazy_exports import lazy_exports
 # What the notebooks import from here, by module; `from toolkit.batching import X` loads
 # only X's module.
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "batches": ["collate", "encode_source", "encode_target", "endless", "loader", "pad"],
-    "buckets": ["padding_fraction"],
+    "batches": ["collate", "encode_source", "encode_target", "endless", "loader", "pad",
+                "padding_fraction"],
     "data": ["build_vocabularies", "load_data"],
 })

@@ -1,7 +1,7 @@
 """Turn sentence pairs into padded id tensors, the only input a model ever sees."""
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -148,3 +148,19 @@ def endless(data: DataLoader) -> Iterator[Batch]:
             yield batch
         if empty:  # cycling through nothing would wait forever without a word
             raise ValueError("there are no batches to train on: the training split is empty")
+
+
+def padding_fraction(batches: Iterable[Batch]) -> float:
+    """The share of all source and target positions that are padding.
+
+    Iterating a loader moves its shuffling on, so measure a fresh loader, not the one you
+    train with.
+    """
+    padding = total = 0
+    for batch in batches:
+        for side in (batch.src, batch.tgt):
+            padding += int((side == PAD_ID).sum())
+            total += side.numel()
+    if total == 0:
+        raise ValueError("there are no batches to measure")
+    return padding / total

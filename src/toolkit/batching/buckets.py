@@ -11,16 +11,10 @@ once per epoch; a pair longer than the budget on its own gets a batch to itself,
 dropped.
 """
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from torch.utils.data import Sampler
-
-from toolkit.text.vocab import PAD_ID
-
-if TYPE_CHECKING:  # batches imports this module to build its loader
-    from toolkit.batching.batches import Batch
 
 
 def pair_lengths(pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> np.ndarray:
@@ -85,19 +79,3 @@ def _cuts(sorted_lengths: np.ndarray, max_tokens: int) -> list[int]:
             cuts.append(position)  # this pair starts the next batch
             start, longest_src, longest_tgt = position, src_len, tgt_len
     return cuts
-
-
-def padding_fraction(batches: Iterable["Batch"]) -> float:
-    """The share of all source and target positions that are padding.
-
-    Iterating a loader moves its shuffling on, so measure a fresh loader, not the one you
-    train with.
-    """
-    padding = total = 0
-    for batch in batches:
-        for side in (batch.src, batch.tgt):
-            padding += int((side == PAD_ID).sum())
-            total += side.numel()
-    if total == 0:
-        raise ValueError("there are no batches to measure")
-    return padding / total

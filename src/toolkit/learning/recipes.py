@@ -27,10 +27,12 @@ class Recipe:
     eps: float = 1e-9
     schedule: str = "warmup_then_decay"  # see toolkit.learning.training.warmup_then_decay
     # For the ablations only: re-initialise both embeddings at this std after building the
-    # model (separates the init from the sqrt(d) scale), and divide attention scores by this
-    # number instead of sqrt(head_dim) (stage 07).
+    # model (separates the init from the sqrt(d) scale), divide attention scores by this
+    # number instead of sqrt(head_dim) (stage 07), and build the model without these parts
+    # ("feed_forward", "layer_norm": stage 06's two ideas, measured one at a time).
     embedding_std: float | None = None
     attention_scale: float | None = None
+    without: tuple[str, ...] = ()
 
     def training(self) -> dict:
         """The keyword arguments of `toolkit.learning.training.train` this recipe sets."""
