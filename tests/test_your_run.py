@@ -25,6 +25,16 @@ def test_the_same_figures_are_said_to_be_the_same(committed):
     assert said.startswith("Your run gave the ladder's seed-0 figures")
 
 
+def test_a_run_equal_to_the_last_bit_is_said_to_be_exact(committed):
+    exact = {"bleu": 0.123456789, "weights_sha256": "a" * 64}
+    row = replace(committed, platform="here", exact=exact)
+    said = your_run.beside_the_ladder(replace(row, witnesses={}), row)
+    assert said.startswith("Your run gave the ladder's seed-0 figures exactly:")
+    other_weights = replace(row, exact={**exact, "weights_sha256": "b" * 64}, witnesses={})
+    assert "exactly" not in your_run.beside_the_ladder(other_weights, row)
+    assert not any(word in said for word in MAINTAINERS_WORDS)
+
+
 def test_a_figure_that_differs_is_named_as_the_notebook_prints_it(committed):
     live = replace(committed, bleu=committed.bleu + 0.01, validation_loss=1.0, platform="other")
     said = your_run.beside_the_ladder(live, committed)

@@ -19,8 +19,9 @@ PRINTED = {"train_loss": "training loss", "validation_loss": "validation loss",
 
 
 def beside_the_ladder(live: Rung, committed: Rung, results: str = "ladder") -> str:
-    """One sentence on whether this run gave its committed row's figures, as printed: a
-    rung of the ladder, or (`results="ablation"`) a row of the ablation."""
+    """One sentence on whether this run gave its committed row's figures: exactly, down to
+    the trained weights, where both keep their unrounded figures, else as printed; the row is
+    a rung of the ladder, or (`results="ablation"`) a row of the ablation."""
     if staleness.is_stale(committed):
         return (f"The course's code changed after the {results}'s runs were trained, so their "
                 f"rows may not be this code's; your run is.")
@@ -33,6 +34,10 @@ def beside_the_ladder(live: Rung, committed: Rung, results: str = "ladder") -> s
              f"{LIKE_YOURS!r}; the committed row is another kind of CPU's, which rounds "
              f"differently)" if witnessed and printed_differences(witnessed, committed)
              else f"seed-{committed.seed} figures")
+    if not differ and like_yours.exact and live.exact and not ladder.differences(live,
+                                                                           like_yours):
+        return (f"Your run gave the {results}'s {which} exactly: every figure to its last "
+                "digit, and the same trained weights, bit for bit.")
     if not differ:
         return f"Your run gave the {results}'s {which}, digit for digit as printed."
     return (f"Your run differs from the {results}'s {which} in {', '.join(differ)}: another "
