@@ -473,3 +473,23 @@ def test_after_the_stub_a_different_mistake_starts_from_its_symptom(statement, s
         checker(*other)
     assert "Why:" not in str(caught.value) and "Fix:" not in str(caught.value), caught.value
     assert str(caught.value).endswith(MORE[1]), caught.value
+
+
+# --- a loop over the sentences instead of one batched product -------------------------------
+
+def attend_one_sentence_at_a_time(q, k, v):
+    return torch.stack([(q[i] @ k[i].transpose(0, 1)).softmax(dim=-1) @ v[i]
+                        for i in range(q.size(0))])
+
+
+def test_a_loop_over_the_sentences_is_told_to_batch():
+    told = steps(check.batched_attend, attend_one_sentence_at_a_time)
+    assert "it runs once per sentence" in told[0]
+    assert "Why: a Python loop over the sentences" in told[1]
+    assert "Fix: no loop: torch.bmm(" in told[2]
+
+
+def test_one_batched_product_passes_on_any_batch(capsys):
+    check.batched_attend(lambda q, k, v: torch.bmm(torch.bmm(q, k.transpose(1, 2))
+                                                   .softmax(dim=-1), v))
+    assert "\N{CHECK MARK}" in capsys.readouterr().out

@@ -97,3 +97,5 @@ def test_the_parts_table_pairs_each_step_seed_by_seed_not_by_position():
     assert rest[ablation.NO_LAYER_NORM].startswith("+10.0, +50.0, +4.0")
     steps = ablation.part_steps(6, shuffled, [*below, *whole])
     assert [pairs.differences for pairs in steps[:2]] == [(1.0, 5.0, 0.0), (29.0, 45.0, 5.0)]
+    assert steps[-1].differences == (19.0, -5.0, 1.0)  # without LayerNorm minus without FFN
+    assert steps[-1].label.endswith(f"{ablation.NO_LAYER_NORM} minus {ablation.NO_FEED_FORWARD}")

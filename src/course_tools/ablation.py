@@ -14,6 +14,7 @@ numbers computed on other code show as stale.
 """
 
 from dataclasses import replace
+from itertools import combinations
 from pathlib import Path
 
 import pandas as pd
@@ -127,7 +128,7 @@ def versus_full(rows: dict[str, list[Rung]], name: str,
 
 
 def markdown_table(rows: dict[str, list[Rung]]) -> str:
-    """The README's ablation table, read from ablation.json like the ladder's."""
+    """The results page's ablation table, read from ablation.json like the ladder's."""
     rows = {name: rows[name] for name in VARIANTS if name in rows}
     frame = table(rows)
     lines = ["| variant | exact match % | BLEU | held-out exact match % "
@@ -145,11 +146,11 @@ def markdown_table(rows: dict[str, list[Rung]]) -> str:
     return "\n".join(lines) + "\n\n" + footnote
 
 
-# The README's stage-08 table: the ladder's stage 07 against both decoder-only rows, seed by
+# The results page's stage-08 table: the ladder's stage 07 against both decoder-only rows, seed by
 # seed. `make ablation` and `make ladder` rewrite it, since its rows come from both files.
 DECODER_ONLY_START = "<!-- decoder-only table: written by make ablation and make ladder -->"
 DECODER_ONLY_END = "<!-- end of decoder-only table -->"
-DECODER_ONLY_ROWS = {  # the README's name for each row
+DECODER_ONLY_ROWS = {  # the table's name for each row
     "stage 07, encoder-decoder (the ladder's)": None,
     "stage 08, loss on the German": DECODER_ONLY,
     "stage 08, loss on the whole stream": DECODER_ONLY_WHOLE,
@@ -232,14 +233,17 @@ def parts_of(stage: int, rows: dict[str, list[Rung]], ladder_runs: list[Rung]) -
 def part_steps(stage: int, rows: dict[str, list[Rung]], ladder_runs: list[Rung],
                metric: str = "exact match %") -> list[SeedPairs]:
     """Every step of `parts_of` as paired seeds, each with the line a sentence cites: from
-    the stage below to each part-built row, and from each to the whole stage."""
+    the stage below to each part-built row, from each to the whole stage, and between two
+    part-built rows of one stage (which piece buys more on its own)."""
     below = [r for r in ladder_runs if r.stage == stage - 1]
     whole = [r for r in ladder_runs if r.stage == stage]
+    parts = [name for name, job in STAGE_PARTS.items() if job[0] == stage]
     steps = []
-    for name, job in STAGE_PARTS.items():
-        if job[0] == stage:
-            steps += [ladder.paired_runs(f"{name} minus stage {stage - 1:02d}", below,
-                                         rows[name], metric),
-                      ladder.paired_runs(f"stage {stage:02d} minus {name}", rows[name], whole,
-                                         metric)]
-    return steps
+    for name in parts:
+        steps += [ladder.paired_runs(f"{metric}, {name} minus stage {stage - 1:02d}",
+                                     below, rows[name], metric),
+                  ladder.paired_runs(f"{metric}, stage {stage:02d} minus {name}",
+                                     rows[name], whole, metric)]
+    return steps + [ladder.paired_runs(f"{metric}, {second} minus {first}", rows[first],
+                                       rows[second], metric)
+                    for first, second in combinations(parts, 2)]

@@ -91,7 +91,24 @@ def batched_attend(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torc
                 UNSCALED: (scores / embed_dim**0.5).softmax(-1) @ v,
             }, Cause("a sentence's output is not the attention of that sentence alone",
                      answer)), case, stub=ZEROS if _all_zero(got) else None)
+    fail_on(_once_per_sentence(fn, answer), "a batch of 1 against a batch of 4")
     passed(name_of(fn), f"{len(cases)} random batches, batch size 1 included")
+
+
+def _once_per_sentence(fn: Callable, answer: str) -> Hint | None:
+    """A loop over the sentences gives the right numbers; its calls grow with the batch."""
+    q, k, v = (random_tensor(4, 5, 8, seed=seed) for seed in range(3))  # (batch, len, embed)
+    calls = []
+    for batch in (1, 4):
+        fn(q[:batch], k[:batch], v[:batch])
+        calls.append(getattr(fn, "calls", 0))
+    if calls[1] <= calls[0]:
+        return None
+    return Hint(f"it makes {calls[0]} calls for a batch of 1 and {calls[1]} for a batch of 4: "
+                "it runs once per sentence",
+                "a Python loop over the sentences computes each one right, but one at a time; "
+                "batching means one product for the whole batch",
+                f"no loop: {answer}")
 
 
 ZEROS = Cause("every output is 0, as the stub returns it: nothing is attended to yet",

@@ -179,9 +179,11 @@ class Guard:
         @functools.wraps(answer)
         def watched(*args: object, **kwargs: object) -> object:
             called: list[tuple[str, str]] = []
+            watched.calls = 0  # how many calls the answer made: a loop shows as more
 
             def spy(frame: FrameType, event: str, arg: object) -> None:
                 ran = frame.f_code if event == "call" else arg if event == "c_call" else None
+                watched.calls += ran is not None
                 if not called and id(ran) in self.names:
                     called.append(self.names[id(ran)])
 
