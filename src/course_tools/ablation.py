@@ -216,9 +216,8 @@ def parts_of(stage: int, rows: dict[str, list[Rung]], ladder_runs: list[Rung]) -
     stage itself, with every metric's mean ± sd, and what each step up buys, seed by seed: a
     part-built row against the stage below it, and the stage against the part-built row."""
     below, whole = (f"stage {number:02d} (the ladder's)" for number in (stage - 1, stage))
-    runs = {below: [r for r in ladder_runs if r.stage == stage - 1],
-            **{name: rows[name] for name, job in STAGE_PARTS.items() if job[0] == stage},
-            whole: [r for r in ladder_runs if r.stage == stage]}
+    runs = dict(zip([below, *_parts(stage), whole], _rung_apart(stage, rows, ladder_runs),
+                    strict=True))
     summary = spread([replace(run, title=name) for name, group in runs.items() for run in group])
     frame = pd.DataFrame([{
         "model": name, **{metric: mean_sd(summary, name, metric) for metric in METRICS},
@@ -235,15 +234,27 @@ def part_steps(stage: int, rows: dict[str, list[Rung]], ladder_runs: list[Rung],
     """Every step of `parts_of` as paired seeds, each with the line a sentence cites: from
     the stage below to each part-built row, from each to the whole stage, and between two
     part-built rows of one stage (which piece buys more on its own)."""
-    below = [r for r in ladder_runs if r.stage == stage - 1]
-    whole = [r for r in ladder_runs if r.stage == stage]
-    parts = [name for name, job in STAGE_PARTS.items() if job[0] == stage]
+    below, *parts, whole = _rung_apart(stage, rows, ladder_runs)
+    names = _parts(stage)
     steps = []
-    for name in parts:
+    for name, part in zip(names, parts, strict=True):
         steps += [ladder.paired_runs(f"{metric}, {name} minus stage {stage - 1:02d}",
-                                     below, rows[name], metric),
+                                     below, part, metric),
                   ladder.paired_runs(f"{metric}, stage {stage:02d} minus {name}",
-                                     rows[name], whole, metric)]
+                                     part, whole, metric)]
     return steps + [ladder.paired_runs(f"{metric}, {second} minus {first}", rows[first],
                                        rows[second], metric)
-                    for first, second in combinations(parts, 2)]
+                    for first, second in combinations(names, 2)]
+
+
+def _parts(stage: int) -> list[str]:
+    """The names of the rows that build `stage` with one of its ideas left out."""
+    return [name for name, job in STAGE_PARTS.items() if job[0] == stage]
+
+
+def _rung_apart(stage: int, rows: dict[str, list[Rung]],
+                ladder_runs: list[Rung]) -> list[list[Rung]]:
+    """The runs of the stage below, of each part-built row, and of the whole stage."""
+    return [[r for r in ladder_runs if r.stage == stage - 1],
+            *(rows[name] for name in _parts(stage)),
+            [r for r in ladder_runs if r.stage == stage]]
